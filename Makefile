@@ -1,0 +1,31 @@
+# The two commands of the README: `make run` (the main job) and `make test` (the test suite).
+# Each creates the virtual environment, installs the CPU set, and starts the services it needs.
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed-cpu
+
+.PHONY: run test services install clean-venv
+
+run: install services
+	$(PYTHON) -m terminal_rl.tasks prepare $(ARGS)
+
+test: install services
+	$(PYTHON) -m pytest $(ARGS)
+
+# Docker daemon (started when none answers) and the offline base images.
+services: install
+	scripts/start_services.sh $(PYTHON)
+
+install: $(INSTALLED)
+
+# The CPU install set: torch's CPU build first, so nothing pulls a CUDA build, then the rest.
+$(INSTALLED): pyproject.toml constraints/cpu.txt
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet torch==2.13.0 -c constraints/cpu.txt
+	$(PYTHON) -m pip install --quiet -e '.[train,cpu,dev]' -c constraints/cpu.txt
+	touch $@
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Start what the tests and the main job need on this machine, idempotently:
+#  1. a Docker daemon (Debian's docker.io, started in the background when none answers);
+#  2. the offline base images the task Dockerfiles build FROM.
+# Usage: scripts/start_services.sh PYTHON
+set -euo pipefail
+PYTHON=${1:?usage: start_services.sh PYTHON}
+LOG_DIR=${TERMINAL_RL_SERVICE_LOGS:-/tmp/terminal_rl-services}
+mkdir -p "$LOG_DIR"
+
+docker_answers() { "$PYTHON" -c 'import docker; docker.from_env().ping()' >/dev/null 2>&1; }
+
+apt_install() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "need root to install $*; install them or point DOCKER_HOST at a running daemon" >&2; exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! docker_answers; then
+  if [ -n "${DOCKER_HOST:-}" ]; then
+    echo "DOCKER_HOST=$DOCKER_HOST does not answer" >&2; exit 1
+  fi
+  command -v dockerd >/dev/null || apt_install docker.io
+  echo "starting dockerd (log: $LOG_DIR/dockerd.log)"
+  setsid nohup dockerd >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null &
+  for _ in $(seq 1 60); do docker_answers && break; sleep 1; done
+  docker_answers || { tail -20 "$LOG_DIR/dockerd.log" >&2; echo "dockerd did not start" >&2; exit 1; }
+fi
+command -v debootstrap >/dev/null || apt_install debootstrap
+"$PYTHON" -m terminal_rl.sandbox images bootstrap

@@ -1,0 +1,47 @@
+"""Compose the project's Hydra configs outside a Hydra app and turn groups into typed objects.
+
+Entry points that are not Hydra apps (sub-command CLIs such as ``python -m terminal_rl.tasks``)
+use :func:`compose` so that every setting still comes from ``conf/`` and command-line overrides.
+Relative paths in configs are relative to the project root (see :func:`project_path`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = PROJECT_ROOT / "conf"
+
+T = TypeVar("T")
+
+
+def compose(config_name: str, overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+    """Compose ``conf/<config_name>.yaml`` with Hydra overrides (e.g. ``task_set=tbrl``)."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name=config_name, overrides=list(overrides))
+
+
+def project_path(path: str | Path) -> Path:
+    """Resolve a config path: absolute paths stay, relative ones hang off the project root."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else (PROJECT_ROOT / path).resolve()
+
+
+def to_dataclass(node: DictConfig | dict[str, Any], cls: type[T]) -> T:
+    """Build dataclass ``cls`` from a config node, naming unknown or missing keys in the error."""
+    data = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
+    assert is_dataclass(cls)
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown config key(s) {unknown}; known keys: {sorted(known)}")
+    try:
+        return cls(**data)
+    except TypeError as error:
+        raise ValueError(f"{cls.__name__}: {error}") from error

@@ -1,0 +1,1 @@
+"""Sandboxes: task images, one isolated container per rollout, verification, cleanup."""

@@ -1,0 +1,51 @@
+"""Sandbox CLI.
+
+    python -m terminal_rl.sandbox images bootstrap [--force] [hydra overrides]
+        build the offline base images and tag them with the names task Dockerfiles use
+
+Overrides compose ``conf/services.yaml``, e.g. ``sandbox.docker_host=unix:///run/podman/podman.sock``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+
+from terminal_rl.config import compose
+from terminal_rl.run_context import RunContext
+from terminal_rl.sandbox.base_images import BaseImageError, bootstrap_base_images
+from terminal_rl.sandbox.config import SandboxConfig
+from terminal_rl.sandbox.docker_client import docker_client
+
+console = Console()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m terminal_rl.sandbox", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    groups = parser.add_subparsers(dest="group", required=True)
+    images = groups.add_parser("images", help="task and base images").add_subparsers(dest="action", required=True)
+    bootstrap = images.add_parser("bootstrap", help="build the offline base images")
+    bootstrap.add_argument("--force", action="store_true", help="rebuild even when every alias exists")
+    args, overrides = parser.parse_known_args(argv)
+    cfg = compose("services", overrides)
+    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    run = RunContext.from_config(cfg.run)
+    client = docker_client(sandbox.docker_host)
+    try:
+        with console.status("bootstrapping base images (debootstrap + docker import)"):
+            tagged = bootstrap_base_images(client, sandbox.base_images, run.scratch_dir, force=args.force)
+    except BaseImageError as error:
+        console.print(f"[red]error:[/red] {error}")
+        return 1
+    if tagged:
+        console.print("built base image, tagged: " + ", ".join(tagged))
+    else:
+        console.print(f"base images present ({len(sandbox.base_images.aliases)} aliases)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Harbor task folders (the Terminal-Bench 2.0 format).
+
+Layout: ``instruction.md``, ``task.toml`` (``[metadata]``, ``[verifier]``, ``[agent]``,
+``[environment]``), ``environment/Dockerfile`` plus its build context, ``tests/test.sh`` and test
+files, optional ``solution/solve.sh``. The verifier runs ``tests/test.sh``, which writes the reward.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+from terminal_rl.tasks.loaders import LoadResult
+from terminal_rl.tasks.loaders.fields import parse_difficulty, parse_memory_mb, parse_seconds, parse_tags
+from terminal_rl.tasks.loaders.folders import decode_text, read_tree, task_folders
+from terminal_rl.tasks.model import Environment, Limits, Task, VerifierKind
+from terminal_rl.tasks.validation import Problem, TaskError
+
+# [metadata] keys the model has fields for; the rest is kept in Task.metadata.
+_MODELLED_METADATA = {"difficulty", "category", "tags", "title"}
+
+
+def load_harbor(root: Path, default_limits: Limits) -> LoadResult:
+    """Load one Harbor task folder, or every task folder directly below ``root``."""
+    result = LoadResult()
+    for folder in task_folders(root, "task.toml"):
+        try:
+            result.tasks.append(folder_to_task(folder, default_limits))
+        except TaskError as error:
+            result.problems.append(error.problem)
+    return result
+
+
+def folder_to_task(folder: Path, default_limits: Limits) -> Task:
+    task_id = folder.name
+    source = f"harbor:{folder}"
+
+    def fail(field: str, message: str) -> TaskError:
+        return TaskError(Problem(task_id, field, message, source))
+
+    try:
+        config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise fail("task.toml", f"broken TOML: {error}") from error
+    instruction = folder / "instruction.md"
+    if not instruction.is_file():
+        raise fail("prompt", "instruction.md is missing")
+    metadata = config.get("metadata", {})
+    environment = config.get("environment", {})
+    context = read_tree(folder / "environment")
+    dockerfile = context.pop("Dockerfile", None)
+    solution = folder / "solution" / "solve.sh"
+    return Task(
+        id=task_id,
+        title=str(metadata.get("title", task_id)),
+        prompt=instruction.read_text(encoding="utf-8"),
+        difficulty=parse_difficulty(metadata.get("difficulty"), fail),
+        category=str(metadata.get("category", "")),
+        tags=parse_tags(metadata.get("tags"), fail),
+        environment=Environment(
+            dockerfile=None if dockerfile is None else dockerfile.decode("utf-8"),
+            build_context=context,
+            image=environment.get("docker_image"),
+        ),
+        tests=decode_text(read_tree(folder / "tests"), task_id, "tests", source),
+        verifier=VerifierKind.HARBOR,
+        test_weights=None,
+        files={},
+        limits=_limits(config, default_limits, fail),
+        source=source,
+        solution=solution.read_text(encoding="utf-8") if solution.is_file() else None,
+        metadata={k: str(v) for k, v in metadata.items() if k not in _MODELLED_METADATA},
+    )
+
+
+def _limits(config: dict, default: Limits, fail) -> Limits:
+    """Limits from task.toml, falling back to ``default`` for what it does not set."""
+    env = config.get("environment", {})
+    overrides = {}
+    for table, key, field in (("agent", "timeout_sec", "agent_timeout_sec"),
+                              ("verifier", "timeout_sec", "verifier_timeout_sec"),
+                              ("environment", "build_timeout_sec", "build_timeout_sec")):
+        if key in config.get(table, {}):
+            overrides[field] = parse_seconds(config[table][key], f"{table}.{key}", fail)
+    memory = env.get("memory_mb", env.get("memory"))
+    if memory is not None:
+        overrides["memory_mb"] = parse_memory_mb(memory, fail)
+    for key, field in (("cpus", "cpus"), ("pids_limit", "pids"), ("allow_internet", "network")):
+        if key in env:
+            overrides[field] = env[key]
+    try:
+        return replace(default, **overrides)
+    except ValueError as error:
+        raise fail("task.toml [environment]", str(error)) from error

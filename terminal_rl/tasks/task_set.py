@@ -1,0 +1,65 @@
+"""The ``task_set`` config group: which source to load and how to split and export it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from omegaconf import DictConfig
+
+from terminal_rl.config import project_path, to_dataclass
+from terminal_rl.tasks.loaders import LoadResult
+from terminal_rl.tasks.loaders.harbor import load_harbor
+from terminal_rl.tasks.loaders.tb1 import load_tb1
+from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
+from terminal_rl.tasks.model import Difficulty, Limits
+
+
+class SourceFormat(StrEnum):
+    TBRL_CSV = "tbrl_csv"
+    HARBOR = "harbor"
+    TB1 = "tb1"
+
+
+_LOADERS = {SourceFormat.TBRL_CSV: load_tbrl_csv, SourceFormat.HARBOR: load_harbor, SourceFormat.TB1: load_tb1}
+
+
+@dataclass(frozen=True)
+class TaskSetConfig:
+    # Source format: tbrl_csv | harbor | tb1.
+    format: str
+    # CSV file or task folder(s); relative to the project root.
+    path: str
+    # verl's data_source column: names the task set in metrics.
+    data_source: str
+    # Share of each difficulty held out for validation, and the split's seed.
+    val_fraction: float
+    split_seed: int
+    # Limits for tasks whose source does not set them.
+    default_limits: dict[str, Any]
+    # Keep only these difficulties (empty: all).
+    difficulties: list[str] = field(default_factory=list)
+
+    @property
+    def limits(self) -> Limits:
+        return to_dataclass(self.default_limits, Limits)
+
+
+def task_set_config(node: DictConfig) -> TaskSetConfig:
+    config = to_dataclass(node, TaskSetConfig)
+    known = [f.value for f in SourceFormat]
+    if config.format not in known:
+        raise ValueError(f"task_set.format={config.format!r} is not one of {known}")
+    unknown = [d for d in config.difficulties if d not in {x.value for x in Difficulty}]
+    if unknown:
+        raise ValueError(f"task_set.difficulties has unknown values {unknown}; use {[d.value for d in Difficulty]}")
+    return config
+
+
+def load_task_set(config: TaskSetConfig) -> LoadResult:
+    """Load the configured source, keeping only the configured difficulties."""
+    result = _LOADERS[SourceFormat(config.format)](project_path(config.path), config.limits)
+    if config.difficulties:
+        result.tasks = [t for t in result.tasks if t.difficulty.value in config.difficulties]
+    return result
