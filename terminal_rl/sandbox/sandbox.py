@@ -1,0 +1,145 @@
+"""One fresh, isolated container per rollout, and the factory that starts and always removes them.
+
+Isolation: memory (no swap), cpus, pids, all capabilities dropped but a few that apt-get, pip and
+services need, ``no-new-privileges``, no network unless the task allows it (then egress to the
+outside only, see ``network.py``). The container's main process is ``sleep <budget + grace>``, so
+even an orphan stops by itself; the janitor removes what stays behind.
+
+Not guarded against: kernel exploits (containers share the host kernel), and anything a task image
+itself is built to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from docker.errors import APIError, NotFound
+from docker.types import Ulimit
+
+from terminal_rl.sandbox.config import SandboxConfig
+from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
+from terminal_rl.sandbox.files import ContainerFiles
+from terminal_rl.sandbox.network import ensure_egress_network
+from terminal_rl.sandbox.owner import Owner
+from terminal_rl.sandbox.shell import CommandResult, ShellSession
+from terminal_rl.sandbox.terminal import Terminal
+from terminal_rl.tasks.model import Limits
+
+
+class SandboxError(RuntimeError):
+    """Infrastructure failure (Docker, image, session): not the agent's fault, kept apart from it."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What to start: an image under a task's limits, with files written in before the agent starts."""
+
+    image: str
+    limits: Limits
+    files: dict[str, bytes]
+    rollout_id: str = ""
+
+
+class Sandbox:
+    """A running container: the agent's shell, the keystroke terminal, file tools."""
+
+    def __init__(self, docker: AsyncDocker, container_id: str, workdir: str, session: ShellSession,
+                 control: ShellSession, config: SandboxConfig):
+        self.docker = docker
+        self.container_id = container_id
+        self.workdir = workdir
+        self.session = session
+        self.control = control
+        self.files = ContainerFiles(docker, container_id, control, config.session.file_max_bytes, workdir)
+        self.terminal = Terminal(control, config.session.terminal_width, config.session.terminal_height)
+        self._default_timeout = config.session.default_timeout_sec
+
+    async def run(self, command: str, timeout: float | None = None) -> CommandResult:
+        """Run a shell command in the agent's persistent session."""
+        return await self.session.run(command, timeout or self._default_timeout)
+
+
+class SandboxFactory:
+    """Starts sandboxes for one run in this process; at most ``max_sandboxes`` alive at once."""
+
+    def __init__(self, config: SandboxConfig, run_id: str, docker: AsyncDocker | None = None):
+        self.config = config
+        self.run_id = run_id
+        self.docker = docker or AsyncDocker(docker_client(config.docker_host), config.docker_threads)
+        self.owner = Owner.current()
+        self._slots = asyncio.Semaphore(config.max_sandboxes)
+        self._egress_ready = False
+
+    @contextlib.asynccontextmanager
+    async def sandbox(self, spec: SandboxSpec) -> AsyncIterator[Sandbox]:
+        """A started sandbox, removed when the block ends on every path (error, timeout, cancellation)."""
+        async with self._slots:
+            container_id = await self._create(spec)
+            try:
+                sandbox = await self._attach(container_id)
+                for path, data in sorted(spec.files.items()):
+                    await sandbox.files.write_bytes(path, data)
+                yield sandbox
+            finally:
+                removal = asyncio.ensure_future(self.remove(container_id))
+                await asyncio.shield(removal)
+
+    async def remove(self, container_id: str) -> None:
+        with contextlib.suppress(NotFound):
+            await self.docker.call(self.docker.api.remove_container, container_id, force=True, v=True)
+
+    async def _create(self, spec: SandboxSpec) -> str:
+        limits, container = spec.limits, self.config.container
+        if limits.network and not self._egress_ready:
+            await self.docker.call(ensure_egress_network, self.docker.client, container.egress_network)
+            self._egress_ready = True
+        budget = limits.agent_timeout_sec + limits.verifier_timeout_sec + container.grace_sec
+        rollout_id = spec.rollout_id or uuid.uuid4().hex[:12]
+        host_config = self.docker.api.create_host_config(
+            mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
+            nano_cpus=int(limits.cpus * 1e9), pids_limit=limits.pids,
+            cap_drop=["ALL"], cap_add=list(container.cap_add), security_opt=["no-new-privileges"],
+            network_mode=container.egress_network if limits.network else "none", init=True,
+            ulimits=[Ulimit(name="nofile", soft=container.nofile, hard=container.nofile),
+                     Ulimit(name="nproc", soft=container.nproc, hard=container.nproc)],
+        )
+        try:
+            created = await self.docker.call(
+                self.docker.api.create_container, spec.image, command=["sleep", str(int(budget))],
+                labels=self.owner.labels(self.run_id, rollout_id), host_config=host_config,
+                hostname="sandbox", network_disabled=not limits.network,
+            )
+            container_id = created["Id"]
+        except APIError as error:
+            raise SandboxError(f"could not create a container from {spec.image}: {error.explanation}") from error
+        try:
+            await self.docker.call(self.docker.api.start, container_id)
+        except APIError as error:
+            await self.remove(container_id)
+            raise SandboxError(f"could not start a container from {spec.image}: {error.explanation}") from error
+        return container_id
+
+    async def _attach(self, container_id: str) -> Sandbox:
+        """Open the control shell and the agent's shell side by side; the agent's timeouts are
+        enforced by killing the command's process group from the control shell."""
+        limits = self.config.session
+        opened: dict[str, ShellSession] = {}
+
+        async def kill(pgid: int) -> None:
+            await opened["control"].run(f"kill -KILL -- -{pgid} 2>/dev/null; true", timeout=30, inline=True)
+
+        def open_shell(killer=None):
+            return ShellSession.open(self.docker, container_id, head_bytes=limits.output_head_bytes,
+                                     tail_bytes=limits.output_tail_bytes, killer=killer)
+
+        try:
+            attrs, opened["control"], session = await asyncio.gather(
+                self.docker.call(self.docker.api.inspect_container, container_id), open_shell(), open_shell(kill))
+        except Exception as error:
+            raise SandboxError(f"could not attach to container {container_id[:12]}: {error}") from error
+        workdir = attrs["Config"].get("WorkingDir") or "/"
+        return Sandbox(self.docker, container_id, workdir, session, opened["control"], self.config)
