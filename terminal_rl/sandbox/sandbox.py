@@ -22,12 +22,15 @@ from docker.types import Ulimit
 
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
+from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.files import ContainerFiles
+from terminal_rl.sandbox.images import ImageBuildError, TaskImages
+from terminal_rl.sandbox.janitor import sweep_periodically
 from terminal_rl.sandbox.network import ensure_egress_network
 from terminal_rl.sandbox.owner import Owner
 from terminal_rl.sandbox.shell import CommandResult, ShellSession
 from terminal_rl.sandbox.terminal import Terminal
-from terminal_rl.tasks.model import Limits
+from terminal_rl.tasks.model import Limits, Task
 
 
 class SandboxError(RuntimeError):
@@ -64,15 +67,44 @@ class Sandbox:
 
 
 class SandboxFactory:
-    """Starts sandboxes for one run in this process; at most ``max_sandboxes`` alive at once."""
+    """Starts sandboxes for one run in this process; at most ``max_sandboxes`` alive at once.
 
-    def __init__(self, config: SandboxConfig, run_id: str, docker: AsyncDocker | None = None):
+    Use as ``async with SandboxFactory(...) as factory``: entering sweeps orphans left by dead
+    processes and keeps the janitor running beside the rollouts; leaving stops it.
+    """
+
+    def __init__(self, config: SandboxConfig, run: RunContext):
         self.config = config
-        self.run_id = run_id
-        self.docker = docker or AsyncDocker(docker_client(config.docker_host), config.docker_threads)
+        self.run_id = run.run_id
+        self.docker = AsyncDocker(docker_client(config.docker_host), config.docker_threads)
+        self.images = TaskImages(self.docker, config.build, run.image_cache_dir / "locks")
         self.owner = Owner.current()
         self._slots = asyncio.Semaphore(config.max_sandboxes)
         self._egress_ready = False
+        self._janitor: asyncio.Task | None = None
+
+    async def __aenter__(self) -> SandboxFactory:
+        janitor = self.config.janitor
+        self._janitor = asyncio.create_task(
+            sweep_periodically(self.docker.client, janitor.ttl_sec, janitor.interval_sec))
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        if self._janitor is not None:
+            self._janitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._janitor
+        self.docker.close()
+
+    @contextlib.asynccontextmanager
+    async def task_sandbox(self, task: Task, rollout_id: str = "") -> AsyncIterator[Sandbox]:
+        """A sandbox for one rollout of ``task``: its image (built once), limits and pre-agent files."""
+        try:
+            image = (await self.images.ensure(task)).image
+        except ImageBuildError as error:
+            raise SandboxError(str(error)) from error
+        async with self.sandbox(SandboxSpec(image, task.limits, task.files, rollout_id)) as sandbox:
+            yield sandbox
 
     @contextlib.asynccontextmanager
     async def sandbox(self, spec: SandboxSpec) -> AsyncIterator[Sandbox]:

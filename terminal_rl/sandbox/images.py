@@ -1,0 +1,194 @@
+"""Task images: built once per content hash, reused by every rollout and epoch.
+
+The tag is derived from a hash of everything that goes into the build (Dockerfile, build context,
+injected CA bundle and forwarded settings), so an unchanged task is a cache hit and a changed one
+rebuilds. A file lock per hash on the node-local image cache makes concurrent requests (threads,
+or the several rollout-worker processes sharing one daemon) build it once; the others wait and reuse.
+
+Builds never pull an image that exists locally (``pull=False``); base images come from
+``base_images.py``. Behind a TLS-intercepting proxy, ``build.inject_ca`` copies the host's CA bundle
+into every stage and points pip, requests, curl and apt at it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import os
+import re
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from docker.errors import APIError, BuildError, ImageNotFound
+
+from terminal_rl.config import project_path
+from terminal_rl.sandbox.config import BuildConfig
+from terminal_rl.sandbox.docker_client import AsyncDocker
+from terminal_rl.tasks.model import Task
+
+TASK_LABEL = "terminal_rl.task_id"
+HASH_LABEL = "terminal_rl.build_hash"
+CA_FILE = "terminal_rl_ca.crt"
+APT_CA_FILE = "terminal_rl_apt_ca.conf"
+_CA_PATH = f"/usr/local/share/terminal_rl/{CA_FILE}"
+_CA_LINES = (
+    f"COPY {CA_FILE} {_CA_PATH}\n"
+    f"COPY {APT_CA_FILE} /etc/apt/apt.conf.d/99terminal-rl-ca\n"
+    f"ENV PIP_CERT={_CA_PATH} REQUESTS_CA_BUNDLE={_CA_PATH} SSL_CERT_FILE={_CA_PATH} CURL_CA_BUNDLE={_CA_PATH}\n"
+)
+_FROM = re.compile(r"^\s*FROM\s", re.IGNORECASE)
+
+
+class ImageBuildError(RuntimeError):
+    """A task image did not build; ``log_tail`` holds the end of the build log."""
+
+    def __init__(self, task_id: str, reason: str, log_tail: str):
+        super().__init__(f"task {task_id!r}: image build failed: {reason}\n{log_tail}")
+        self.task_id = task_id
+        self.reason = reason
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    image: str
+    # True when the image already existed (no build ran in this call).
+    cached: bool
+    duration_sec: float
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """Everything that goes into one build: the build context (Dockerfile included) and build args."""
+
+    context: dict[str, bytes]
+    build_args: dict[str, str]
+
+    @property
+    def build_hash(self) -> str:
+        digest = hashlib.sha256()
+        for path in sorted(self.context):
+            digest.update(path.encode() + b"\0" + hashlib.sha256(self.context[path]).digest())
+        digest.update(json.dumps(self.build_args, sort_keys=True).encode())
+        return digest.hexdigest()
+
+    def tarball(self) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for path, data in sorted(self.context.items()):
+                info = tarfile.TarInfo(path)
+                info.size, info.mode, info.mtime = len(data), 0o755 if path.endswith(".sh") else 0o644, 0
+                archive.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+
+
+def build_inputs(task: Task, config: BuildConfig, environ: dict[str, str] | None = None) -> BuildInputs:
+    """The build context and args for ``task`` under ``config`` (pure apart from reading the CA file)."""
+    environ = os.environ if environ is None else environ
+    dockerfile = task.environment.dockerfile
+    if dockerfile is None:
+        raise ValueError(f"task {task.id!r} names an image, it has no Dockerfile to build")
+    context = dict(task.environment.build_context)
+    build_args = {name: environ[name] for name in config.forward_env if environ.get(name)}
+    if config.inject_ca:
+        bundle = project_path(config.ca_bundle)
+        if not bundle.is_file():
+            raise FileNotFoundError(f"sandbox.build.ca_bundle={config.ca_bundle} does not exist")
+        context[CA_FILE] = bundle.read_bytes()
+        context[APT_CA_FILE] = f'Acquire::https::CAInfo "{_CA_PATH}";\n'.encode()
+    context["Dockerfile"] = _with_build_settings(dockerfile, config.inject_ca, sorted(build_args)).encode()
+    return BuildInputs(context, build_args)
+
+
+def image_tag(task: Task, inputs: BuildInputs) -> str:
+    name = re.sub(r"[^a-z0-9_.-]", "-", task.id.lower()).strip(".-") or "task"
+    return f"terminal-rl-task/{name}:{inputs.build_hash[:20]}"
+
+
+class TaskImages:
+    """Builds task images through one daemon, once per build hash."""
+
+    def __init__(self, docker: AsyncDocker, config: BuildConfig, lock_dir: Path):
+        self._docker = docker
+        self._config = config
+        self._lock_dir = lock_dir
+
+    async def ensure(self, task: Task) -> BuiltImage:
+        """The task's image, built if it does not exist yet. Never pulls."""
+        started = time.monotonic()
+        if task.environment.image is not None:
+            if not await self._exists(task.environment.image):
+                raise ImageBuildError(task.id, f"image {task.environment.image} is not present locally "
+                                               "(no registry is used; load or build it first)", "")
+            return BuiltImage(task.environment.image, True, time.monotonic() - started)
+        inputs = build_inputs(task, self._config)
+        tag = image_tag(task, inputs)
+        if await self._exists(tag):
+            return BuiltImage(tag, True, time.monotonic() - started)
+        built = await self._docker.call(self._build_locked, task, inputs, tag)
+        return BuiltImage(tag, not built, time.monotonic() - started)
+
+    async def _exists(self, image: str) -> bool:
+        try:
+            await self._docker.call(self._docker.api.inspect_image, image)
+            return True
+        except ImageNotFound:
+            return False
+
+    def _build_locked(self, task: Task, inputs: BuildInputs, tag: str) -> bool:
+        """Build under the per-hash file lock (blocking; runs on the Docker thread pool).
+
+        Returns:
+            True if this call built the image, False if another holder of the lock did.
+        """
+        self._lock_dir.mkdir(parents=True, exist_ok=True)
+        with open(self._lock_dir / f"{inputs.build_hash}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self._docker.api.inspect_image(tag)
+                return False
+            except ImageNotFound:
+                pass
+            self._build(task, inputs, tag)
+            return True
+
+    def _build(self, task: Task, inputs: BuildInputs, tag: str) -> None:
+        log: list[str] = []
+        try:
+            stream = self._docker.api.build(
+                fileobj=io.BytesIO(inputs.tarball()), custom_context=True, tag=tag, rm=True, forcerm=True,
+                pull=False, decode=True, buildargs=inputs.build_args or None,
+                labels={TASK_LABEL: task.id, HASH_LABEL: inputs.build_hash},
+                timeout=int(task.limits.build_timeout_sec),
+            )
+            for chunk in stream:
+                if "stream" in chunk:
+                    log.extend(chunk["stream"].splitlines())
+                if "error" in chunk:
+                    raise BuildError(chunk["error"], log)
+        except (BuildError, APIError) as error:
+            reason = getattr(error, "msg", None) or getattr(error, "explanation", None) or str(error)
+            tail = "\n".join(log[-self._config.log_tail_lines:])
+            raise ImageBuildError(task.id, str(reason).strip(), tail) from error
+        except Exception as error:  # a timeout or a broken connection mid-build
+            tail = "\n".join(log[-self._config.log_tail_lines:])
+            raise ImageBuildError(task.id, f"{type(error).__name__}: {error}", tail) from error
+
+
+def _with_build_settings(dockerfile: str, inject_ca: bool, build_args: list[str]) -> str:
+    """Insert the CA lines and ``ARG`` declarations after every FROM line (each stage needs them)."""
+    additions = (_CA_LINES if inject_ca else "") + "".join(f"ARG {name}\n" for name in build_args)
+    if not additions:
+        return dockerfile
+    lines = []
+    continuation = False
+    for line in dockerfile.splitlines(keepends=True):
+        lines.append(line if line.endswith("\n") else line + "\n")
+        if _FROM.match(line) and not continuation and not line.rstrip().endswith("\\"):
+            lines.append(additions)
+        continuation = line.rstrip().endswith("\\")
+    return "".join(lines)
