@@ -2,6 +2,8 @@
 
     python -m terminal_rl.sandbox images bootstrap [--force] [hydra overrides]
         build the offline base images and tag them with the names task Dockerfiles use
+    python -m terminal_rl.sandbox janitor [--this-run] [--networks] [hydra overrides]
+        remove our containers whose owner process is gone or that outlived sandbox.janitor.ttl_sec
 
 Overrides compose ``conf/services.yaml``, e.g. ``sandbox.docker_host=unix:///run/podman/podman.sock``.
 """
@@ -18,6 +20,8 @@ from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.base_images import BaseImageError, bootstrap_base_images
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import docker_client
+from terminal_rl.sandbox.janitor import sweep
+from terminal_rl.sandbox.owner import Owner
 
 console = Console()
 
@@ -29,11 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     images = groups.add_parser("images", help="task and base images").add_subparsers(dest="action", required=True)
     bootstrap = images.add_parser("bootstrap", help="build the offline base images")
     bootstrap.add_argument("--force", action="store_true", help="rebuild even when every alias exists")
+    janitor = groups.add_parser("janitor", help="remove orphaned sandbox containers")
+    janitor.add_argument("--this-run", action="store_true", help="only containers of run.id")
+    janitor.add_argument("--networks", action="store_true", help="also remove our networks nothing uses")
     args, overrides = parser.parse_known_args(argv)
     cfg = compose("services", overrides)
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     run = RunContext.from_config(cfg.run)
     client = docker_client(sandbox.docker_host)
+    if args.group == "janitor":
+        report = sweep(client, Owner.current(), sandbox.janitor.ttl_sec,
+                       run_id=run.run_id if args.this_run else None, networks=args.networks)
+        console.print(f"janitor: removed {len(report.removed_containers)} containers, "
+                      f"{len(report.removed_networks)} networks; kept {report.kept} with a live owner")
+        return 0
     try:
         with console.status("bootstrapping base images (debootstrap + docker import)"):
             tagged = bootstrap_base_images(client, sandbox.base_images, run.scratch_dir, force=args.force)

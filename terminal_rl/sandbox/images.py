@@ -185,10 +185,12 @@ def _with_build_settings(dockerfile: str, inject_ca: bool, build_args: list[str]
     if not additions:
         return dockerfile
     lines = []
-    continuation = False
+    continued = in_from = False
     for line in dockerfile.splitlines(keepends=True):
         lines.append(line if line.endswith("\n") else line + "\n")
-        if _FROM.match(line) and not continuation and not line.rstrip().endswith("\\"):
+        in_from = in_from or (not continued and bool(_FROM.match(line)))
+        continued = line.rstrip().endswith("\\")
+        if in_from and not continued:
             lines.append(additions)
-        continuation = line.rstrip().endswith("\\")
+            in_from = False
     return "".join(lines)

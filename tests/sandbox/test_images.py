@@ -1,0 +1,97 @@
+"""Task images: content-hash cache, one build under concurrency, failures reported, CA injection."""
+
+import asyncio
+import multiprocessing
+import secrets
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
+from terminal_rl.sandbox.images import CA_FILE, ImageBuildError, TaskImages, build_inputs, image_tag
+from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
+from terminal_rl.tasks.model import Environment
+from tests.sandbox.conftest import BASE_IMAGE
+
+
+@pytest.fixture(scope="module")
+def csv_task(tbrl_csv, default_limits):
+    return next(t for t in load_tbrl_csv(tbrl_csv, default_limits).tasks if t.id == "csv-file-parsing-amount-sum")
+
+
+def with_dockerfile(task, dockerfile: str):
+    return replace(task, id=f"img-{secrets.token_hex(4)}", environment=Environment(dockerfile=dockerfile))
+
+
+def test_ca_injection_goes_after_every_from_and_changes_the_hash(csv_task, sandbox_config, tmp_path):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    build = replace(sandbox_config.build, ca_bundle=str(bundle), forward_env=["PIP_INDEX_URL"])
+    task = with_dockerfile(csv_task, "FROM a AS one\nRUN true\nFROM \\\n  b\nCOPY --from=one /x /x\n")
+    plain = build_inputs(task, build, environ={})
+    injected = build_inputs(task, replace(build, inject_ca=True), environ={"PIP_INDEX_URL": "http://index.invalid/"})
+    assert plain.context["Dockerfile"] == task.environment.dockerfile.encode()
+    lines = injected.context["Dockerfile"].decode().splitlines()
+    assert lines.count("ARG PIP_INDEX_URL") == 2 and lines.count(f"COPY {CA_FILE} /usr/local/share/terminal_rl/{CA_FILE}") == 2
+    assert lines[lines.index("FROM \\") + 2].startswith("COPY terminal_rl_ca.crt")  # after the continued FROM
+    assert injected.context[CA_FILE] == bundle.read_bytes()
+    assert injected.build_args == {"PIP_INDEX_URL": "http://index.invalid/"}
+    assert injected.build_hash != plain.build_hash
+    assert image_tag(task, plain).startswith(f"terminal-rl-task/{task.id}:")
+
+
+def ensure_in_process(config, lock_dir: str, task) -> bool:
+    """Child process body: ask for the image; returns whether it was already there."""
+
+    async def main():
+        docker = AsyncDocker(docker_client(config.docker_host), 2)
+        try:
+            return (await TaskImages(docker, config.build, Path(lock_dir)).ensure(task)).cached
+        finally:
+            docker.close()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.docker
+def test_real_task_builds_once_then_hits_the_cache(csv_task, sandbox_config, run_context):
+    first = ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task)
+    again = ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task)
+    assert again is True
+    image = docker_client().images.get(image_tag(csv_task, build_inputs(csv_task, sandbox_config.build)))
+    assert image.labels["terminal_rl.task_id"] == csv_task.id
+    assert first in (True, False)
+
+
+@pytest.mark.docker
+def test_two_processes_asking_at_once_build_once(csv_task, sandbox_config, tmp_path):
+    task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN sleep 2 && echo {secrets.token_hex(8)} > /marker\n")
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(2) as pool:
+        cached = pool.starmap(ensure_in_process, [(sandbox_config, str(tmp_path), task)] * 2)
+    assert sorted(cached) == [False, True], "exactly one of the two processes built the image"
+    docker_client().images.remove(image_tag(task, build_inputs(task, sandbox_config.build)), force=True)
+
+
+@pytest.mark.docker
+def test_failed_build_reports_reason_and_log_tail(csv_task, sandbox_config, tmp_path):
+    task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN echo step-output-before-failure && exit 3\n")
+    with pytest.raises(ImageBuildError) as caught:
+        ensure_in_process(sandbox_config, str(tmp_path), task)
+    assert "returned a non-zero code: 3" in caught.value.reason
+    assert "step-output-before-failure" in caught.value.log_tail
+    missing_base = with_dockerfile(csv_task, "FROM registry.invalid/nothing:1\n")
+    with pytest.raises(ImageBuildError, match="registry.invalid/nothing"):
+        ensure_in_process(sandbox_config, str(tmp_path), missing_base)
+
+
+@pytest.mark.docker
+def test_pip_install_at_build_needs_the_host_ca_behind_the_proxy(csv_task, sandbox_config, tmp_path):
+    """Measured here: pip reaches the package index from a build only with the host's CA injected."""
+    task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN pip download --no-deps -d /tmp/wheels six==1.16.0 "
+                                     f"&& echo {secrets.token_hex(8)}\n")
+    with pytest.raises(ImageBuildError, match="non-zero code"):
+        ensure_in_process(sandbox_config, str(tmp_path), task)
+    injected = replace(sandbox_config, build=replace(sandbox_config.build, inject_ca=True))
+    assert ensure_in_process(injected, str(tmp_path), task) is False
