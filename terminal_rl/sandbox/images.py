@@ -165,11 +165,15 @@ class TaskImages:
                 labels={TASK_LABEL: task.id, HASH_LABEL: inputs.build_hash},
                 timeout=int(task.limits.build_timeout_sec),
             )
+            error_message = ""
+            # Drain the whole stream even after an error: the daemon removes the failed step's
+            # container (forcerm) only when the build ends normally, not when we hang up.
             for chunk in stream:
                 if "stream" in chunk:
                     log.extend(chunk["stream"].splitlines())
-                if "error" in chunk:
-                    raise BuildError(chunk["error"], log)
+                error_message = error_message or chunk.get("error", "")
+            if error_message:
+                raise BuildError(error_message, log)
         except (BuildError, APIError) as error:
             reason = getattr(error, "msg", None) or getattr(error, "explanation", None) or str(error)
             tail = "\n".join(log[-self._config.log_tail_lines:])
