@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Start what the tests and the main job need on this machine, idempotently:
 #  1. a Docker daemon (Debian's docker.io, started in the background when none answers);
-#  2. the offline base images the task Dockerfiles build FROM.
+#  2. Podman's Docker-compatible API service (the rootless-cluster path; the core sandbox tests run
+#     against both engines);
+#  3. the offline base images the task Dockerfiles build FROM, in both engines.
 # Usage: scripts/start_services.sh PYTHON
 set -euo pipefail
 PYTHON=${1:?usage: start_services.sh PYTHON}
 LOG_DIR=${TERMINAL_RL_SERVICE_LOGS:-/tmp/terminal_rl-services}
 mkdir -p "$LOG_DIR"
 
+PODMAN_SOCKET=/run/podman/podman.sock
+answers() { "$PYTHON" -c "import docker, sys; docker.DockerClient(base_url=sys.argv[1]).ping()" "$1" >/dev/null 2>&1; }
 docker_answers() { "$PYTHON" -c 'import docker; docker.from_env().ping()' >/dev/null 2>&1; }
 
 apt_install() {
@@ -30,3 +34,13 @@ if ! docker_answers; then
 fi
 command -v debootstrap >/dev/null || apt_install debootstrap
 "$PYTHON" -m terminal_rl.sandbox images bootstrap
+
+if ! answers "unix://$PODMAN_SOCKET"; then
+  { command -v podman >/dev/null && [ -x /usr/libexec/podman/catatonit ]; } || apt_install podman catatonit
+  mkdir -p "$(dirname "$PODMAN_SOCKET")"
+  echo "starting podman system service (log: $LOG_DIR/podman.log)"
+  setsid nohup podman system service --time=0 "unix://$PODMAN_SOCKET" >"$LOG_DIR/podman.log" 2>&1 < /dev/null &
+  for _ in $(seq 1 30); do answers "unix://$PODMAN_SOCKET" && break; sleep 1; done
+  answers "unix://$PODMAN_SOCKET" || { tail -20 "$LOG_DIR/podman.log" >&2; echo "podman did not start" >&2; exit 1; }
+fi
+"$PYTHON" -m terminal_rl.sandbox images bootstrap sandbox=podman

@@ -2,6 +2,8 @@
 
     python -m terminal_rl.sandbox images bootstrap [--force] [hydra overrides]
         build the offline base images and tag them with the names task Dockerfiles use
+    python -m terminal_rl.sandbox images build [--only ID ...] [--jobs N] [--report FILE] [hydra overrides]
+        build the task set's images and write a report of what failed and why
     python -m terminal_rl.sandbox janitor [--this-run] [--networks] [hydra overrides]
         remove our containers whose owner process is gone or that outlived sandbox.janitor.ttl_sec
 
@@ -11,7 +13,9 @@ Overrides compose ``conf/services.yaml``, e.g. ``sandbox.docker_host=unix:///run
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
@@ -19,9 +23,13 @@ from terminal_rl.config import compose
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.base_images import BaseImageError, bootstrap_base_images
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.docker_client import docker_client
+from terminal_rl.sandbox.build_report import build_all
+from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
+from terminal_rl.sandbox.images import TaskImages
 from terminal_rl.sandbox.janitor import sweep
 from terminal_rl.sandbox.owner import Owner
+from terminal_rl.tasks.task_set import load_task_set, task_set_config
+from terminal_rl.tasks.validation import validate_tasks
 
 console = Console()
 
@@ -33,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     images = groups.add_parser("images", help="task and base images").add_subparsers(dest="action", required=True)
     bootstrap = images.add_parser("bootstrap", help="build the offline base images")
     bootstrap.add_argument("--force", action="store_true", help="rebuild even when every alias exists")
+    build = images.add_parser("build", help="build the task set's images and report failures")
+    build.add_argument("--only", nargs="*", default=[], help="task ids (default: all valid tasks)")
+    build.add_argument("--jobs", type=int, default=1, help="builds at once")
+    build.add_argument("--report", type=Path, help="JSON report path (default: <shared dir>/image_builds.json)")
     janitor = groups.add_parser("janitor", help="remove orphaned sandbox containers")
     janitor.add_argument("--this-run", action="store_true", help="only containers of run.id")
     janitor.add_argument("--networks", action="store_true", help="also remove our networks nothing uses")
@@ -47,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"janitor: removed {len(report.removed_containers)} containers, "
                       f"{len(report.removed_networks)} networks; kept {report.kept} with a live owner")
         return 0
+    if args.group == "images" and args.action == "build":
+        return build_images(args, cfg, sandbox, run)
     try:
         with console.status("bootstrapping base images (debootstrap + docker import)"):
             tagged = bootstrap_base_images(client, sandbox.base_images, run.scratch_dir, force=args.force)
@@ -57,6 +71,23 @@ def main(argv: list[str] | None = None) -> int:
         console.print("built base image, tagged: " + ", ".join(tagged))
     else:
         console.print(f"base images present ({len(sandbox.base_images.aliases)} aliases)")
+    return 0
+
+
+def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
+    loaded = load_task_set(task_set_config(cfg.task_set))
+    tasks = [t for t in validate_tasks(loaded.tasks, loaded.problems).valid if not args.only or t.id in args.only]
+    report_path = args.report or run.shared_dir / "image_builds.json"
+    docker = AsyncDocker(docker_client(sandbox.docker_host), max(2, args.jobs))
+    images = TaskImages(docker, sandbox.build, run.image_cache_dir / "locks")
+
+    def progress(outcome) -> None:
+        status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
+        console.print(f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s")
+
+    outcomes = asyncio.run(build_all(images, tasks, report_path, args.jobs, progress))
+    failed = sum(not o.ok for o in outcomes)
+    console.print(f"{len(outcomes) - failed}/{len(outcomes)} task images built; report: {report_path}")
     return 0
 
 

@@ -71,12 +71,12 @@ def bootstrap_base_images(client: docker.DockerClient, config: BaseImagesConfig,
             subprocess.run(["umount", "-R", "-l", str(rootfs / "proc"), str(rootfs / "sys")], capture_output=True)
         _run(["tar", "--numeric-owner", "--one-file-system", "-C", str(rootfs), "-cf", str(tarball), "."],
              "pack the root filesystem")
-        repository, tag = _split_tag(todo[0])
         changes = [*_IMAGE_CHANGES, f"LABEL {RECIPE_LABEL}={recipe_hash(config)}"]
         with tarball.open("rb") as data:
-            client.api.import_image(src=data, repository=repository, tag=tag, changes=changes)
-    image = client.images.get(todo[0])
-    for alias in todo[1:]:
+            response = client.api.import_image(src=data, changes=changes)
+    # The image id is the last status line's; podman ignores an import's tag, so tag afterwards.
+    image = client.images.get(json.loads(response.strip().splitlines()[-1])["status"])
+    for alias in todo:
         image.tag(*_split_tag(alias))
     return todo
 

@@ -23,6 +23,7 @@ class BuildConfig:
     ca_bundle: str
     forward_env: list[str]
     log_tail_lines: int
+    cpuset_cpus: str
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class ContainerConfig:
     nofile: int
     nproc: int
     egress_network: str
+    egress_interface: str
 
 
 @dataclass(frozen=True)

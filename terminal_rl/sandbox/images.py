@@ -164,6 +164,7 @@ class TaskImages:
                 pull=False, decode=True, buildargs=inputs.build_args or None,
                 labels={TASK_LABEL: task.id, HASH_LABEL: inputs.build_hash},
                 timeout=int(task.limits.build_timeout_sec),
+                container_limits={"cpusetcpus": self._config.cpuset_cpus} if self._config.cpuset_cpus else None,
             )
             error_message = ""
             # Drain the whole stream even after an error: the daemon removes the failed step's

@@ -18,22 +18,21 @@ from docker.errors import NotFound
 
 from terminal_rl.sandbox.owner import MANAGED
 
-BRIDGE_INTERFACE = "trl-egress0"
 BLOCKED_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10",
                   "127.0.0.0/8")
 
 
-def ensure_egress_network(client: docker.DockerClient, name: str) -> None:
+def ensure_egress_network(client: docker.DockerClient, name: str, interface: str) -> None:
     """Create the egress bridge once (idempotent) and make sure its rules are installed."""
     try:
         client.networks.get(name)
     except NotFound:
         client.networks.create(
             name, driver="bridge", labels={MANAGED: "1", "terminal_rl.kind": "egress"},
-            options={"com.docker.network.bridge.name": BRIDGE_INTERFACE,
+            options={"com.docker.network.bridge.name": interface,
                      "com.docker.network.bridge.enable_icc": "false"},
         )
-    install_rules(egress_rules(BRIDGE_INTERFACE, nameservers()))
+    install_rules(egress_rules(interface, nameservers()))
 
 
 def nameservers(resolv_conf: Path = Path("/etc/resolv.conf")) -> list[str]:

@@ -127,7 +127,8 @@ class SandboxFactory:
     async def _create(self, spec: SandboxSpec) -> str:
         limits, container = spec.limits, self.config.container
         if limits.network and not self._egress_ready:
-            await self.docker.call(ensure_egress_network, self.docker.client, container.egress_network)
+            await self.docker.call(ensure_egress_network, self.docker.client, container.egress_network,
+                                   container.egress_interface)
             self._egress_ready = True
         budget = limits.agent_timeout_sec + limits.verifier_timeout_sec + container.grace_sec
         rollout_id = spec.rollout_id or uuid.uuid4().hex[:12]

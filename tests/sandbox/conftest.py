@@ -18,9 +18,20 @@ SMALL_LIMITS = Limits(agent_timeout_sec=120, verifier_timeout_sec=60, build_time
                       memory_mb=512, pids=128, network=False)
 
 
+# Container engines the core tests run against: config option of the `sandbox` group per engine.
+ENGINES = {"dockerd": "docker", "podman": "podman"}
+
+
+def pytest_generate_tests(metafunc):
+    """Tests marked ``both_engines`` run against dockerd and podman; the others against dockerd."""
+    if "engine" in metafunc.fixturenames:
+        both = metafunc.definition.get_closest_marker("both_engines") is not None
+        metafunc.parametrize("engine", list(ENGINES) if both else ["dockerd"], scope="session")
+
+
 @pytest.fixture(scope="session")
-def sandbox_config() -> SandboxConfig:
-    return SandboxConfig.from_node(compose("services").sandbox)
+def sandbox_config(engine) -> SandboxConfig:
+    return SandboxConfig.from_node(compose("services", [f"sandbox={ENGINES[engine]}"]).sandbox)
 
 
 @pytest.fixture(scope="session")

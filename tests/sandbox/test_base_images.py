@@ -1,14 +1,8 @@
 import pytest
+from docker.types import Ulimit
 
-from terminal_rl.config import compose
 from terminal_rl.sandbox.base_images import RECIPE_LABEL, host_debian_mirror, missing_aliases, recipe_hash, _split_tag
-from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import docker_client
-
-
-@pytest.fixture(scope="module")
-def sandbox_config() -> SandboxConfig:
-    return SandboxConfig.from_node(compose("services").sandbox)
 
 
 def test_host_mirror_from_deb822_and_one_line_sources(tmp_path):
@@ -38,6 +32,7 @@ def test_recipe_hash_changes_with_packages(sandbox_config):
 
 
 @pytest.mark.docker
+@pytest.mark.both_engines
 def test_bootstrapped_aliases_run_python_pytest_and_pip(sandbox_config):
     client = docker_client(sandbox_config.docker_host)
     assert missing_aliases(client, sandbox_config.base_images) == []
@@ -48,6 +43,8 @@ def test_bootstrapped_aliases_run_python_pytest_and_pip(sandbox_config):
         ["bash", "-c", "python -c 'print(6*7)' && python3 -m pytest --version && pip --version "
                        "&& echo $PIP_BREAK_SYSTEM_PACKAGES && tmux -V"],
         remove=True, network_disabled=True,
+        ulimits=[Ulimit(name="nofile", soft=sandbox_config.container.nofile, hard=sandbox_config.container.nofile),
+                 Ulimit(name="nproc", soft=sandbox_config.container.nproc, hard=sandbox_config.container.nproc)],
     ).decode()
     lines = output.splitlines()
     assert lines[0] == "42"

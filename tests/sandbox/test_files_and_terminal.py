@@ -4,7 +4,7 @@ import pytest
 
 from terminal_rl.sandbox.files import FileToolError
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.both_engines]
 
 TRICKY = "line 1 with 'single' and \"double\" quotes\n$(rm -rf /) `backticks` \\ back\\slash\nünïcödé ✓\n"
 

@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from docker.types import Ulimit
 
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.sandbox.docker_client import docker_client
@@ -16,6 +17,8 @@ from terminal_rl.sandbox.owner import MANAGED, RUN_ID, Owner, owner_is_gone
 from tests.sandbox.conftest import BASE_IMAGE
 
 pytestmark = pytest.mark.docker
+# Podman refuses containers whose default open-file limit exceeds its own; set it explicitly.
+ULIMITS = [Ulimit(name="nofile", soft=16384, hard=16384), Ulimit(name="nproc", soft=16384, hard=16384)]
 
 OWNER_SCRIPT = """
 import asyncio, sys
@@ -41,7 +44,8 @@ asyncio.run(main())
 
 def test_sigkilled_owner_leaves_containers_that_the_janitor_removes(sandbox_config):
     client = docker_client(sandbox_config.docker_host)
-    foreign = client.containers.run(BASE_IMAGE, ["sleep", "300"], detach=True, labels={"someone.else": "1"})
+    foreign = client.containers.run(BASE_IMAGE, ["sleep", "300"], detach=True, labels={"someone.else": "1"},
+                                    ulimits=ULIMITS)
     run_id = f"janitor-{os.getpid()}"
     try:
         owner = subprocess.Popen([sys.executable, "-c", OWNER_SCRIPT, run_id], cwd=PROJECT_ROOT,
@@ -73,7 +77,7 @@ def test_ttl_removes_even_live_owners(sandbox_config):
     client = docker_client(sandbox_config.docker_host)
     here = Owner.current()
     labels = here.labels("ttl-run", "r1")
-    young = client.containers.run(BASE_IMAGE, ["sleep", "60"], detach=True, labels=labels)
+    young = client.containers.run(BASE_IMAGE, ["sleep", "60"], detach=True, labels=labels, ulimits=ULIMITS)
     try:
         kept = sweep(client, here, ttl_sec=3600, run_id="ttl-run")
         assert (kept.removed_containers, kept.kept) == ([], 1)

@@ -11,6 +11,7 @@ from tests.sandbox.conftest import small_limits
 pytestmark = pytest.mark.docker
 
 
+@pytest.mark.both_engines
 def test_daemon_supports_the_cgroup_controllers_the_limits_rely_on(sandbox_config):
     """Fails (never skips) on a daemon that cannot enforce memory, swap, pids or cpu limits."""
     info = docker_client(sandbox_config.docker_host).info()
@@ -38,6 +39,7 @@ def test_container_is_locked_down(in_sandbox, sandbox_config):
     assert int(caps.output.split()[1], 16) == sum(1 << bits[name] for name in sandbox_config.container.cap_add)
 
 
+@pytest.mark.both_engines
 def test_fork_bomb_hits_the_pids_limit_and_is_killed(in_sandbox):
     async def bomb(sandbox):
         result = await sandbox.run("bomb() { bomb | bomb & }; bomb; sleep 60", timeout=3)
@@ -54,6 +56,7 @@ def test_fork_bomb_hits_the_pids_limit_and_is_killed(in_sandbox):
     assert after.output == "usable\n"
 
 
+@pytest.mark.both_engines
 def test_memory_hog_is_oom_killed_and_the_sandbox_survives(in_sandbox):
     async def hog(sandbox):
         result = await sandbox.run("python3 -c 'x = bytearray(400 * 2**20); print(len(x))'", timeout=60)
@@ -68,6 +71,7 @@ def test_memory_hog_is_oom_killed_and_the_sandbox_survives(in_sandbox):
     assert after.output == "alive\n"
 
 
+@pytest.mark.both_engines
 def test_main_process_expires_after_budget_plus_grace(in_sandbox, sandbox_config):
     short = replace(sandbox_config, container=replace(sandbox_config.container, grace_sec=1))
 

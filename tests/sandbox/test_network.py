@@ -3,7 +3,7 @@ private addresses."""
 
 import pytest
 
-from terminal_rl.sandbox.network import BLOCKED_RANGES, BRIDGE_INTERFACE, egress_rules, installed_rules, nameservers
+from terminal_rl.sandbox.network import BLOCKED_RANGES, egress_rules, installed_rules, nameservers
 from tests.sandbox.conftest import small_limits
 
 
@@ -28,9 +28,10 @@ def test_network_tasks_join_the_egress_bridge_with_rules_installed(in_sandbox, s
 
     attrs = in_sandbox(inspect, limits=small_limits(network=True))
     assert attrs["HostConfig"]["NetworkMode"] == sandbox_config.container.egress_network
+    interface = sandbox_config.container.egress_interface
     forward = installed_rules("DOCKER-USER")
     for blocked in BLOCKED_RANGES:
-        assert f"-A DOCKER-USER -d {blocked} -i {BRIDGE_INTERFACE} -j DROP" in forward
+        assert f"-A DOCKER-USER -d {blocked} -i {interface} -j DROP" in forward
     # The drops come before Docker's own RETURN, so they take effect.
-    assert forward.index(f"-A DOCKER-USER -d 10.0.0.0/8 -i {BRIDGE_INTERFACE} -j DROP") < forward.index("-A DOCKER-USER -j RETURN")
-    assert f"-A INPUT -i {BRIDGE_INTERFACE} -j DROP" in installed_rules("INPUT")
+    assert forward.index(f"-A DOCKER-USER -d 10.0.0.0/8 -i {interface} -j DROP") < forward.index("-A DOCKER-USER -j RETURN")
+    assert f"-A INPUT -i {interface} -j DROP" in installed_rules("INPUT")

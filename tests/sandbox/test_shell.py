@@ -5,7 +5,7 @@ import unicodedata
 
 import pytest
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.both_engines]
 
 
 def test_commands_keep_cwd_and_environment_like_a_terminal(in_sandbox):

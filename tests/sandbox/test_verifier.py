@@ -12,7 +12,7 @@ from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
 from terminal_rl.tasks.model import Environment, VerifierKind
 from tests.sandbox.conftest import BASE_IMAGE
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.both_engines]
 
 CSV_SUM = "csv-file-parsing-amount-sum"
 OFF_BY_ONE = "debugging-off-by-one-loop-error"

@@ -1,0 +1,84 @@
+"""Build every task image of a task set and report which build and why the others do not.
+
+    python -m terminal_rl.sandbox images build [--only ID ...] [--report FILE] [overrides]
+
+Failures are classified from the build log, so a report over hundreds of tasks reads at a glance:
+a download from a website this machine cannot reach, a base image that is not present, a package
+that does not exist for the base image's distribution, or other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from terminal_rl.sandbox.images import ImageBuildError, TaskImages
+from terminal_rl.tasks.model import Task
+
+_REASONS = (
+    ("base image not present locally", re.compile(r"pull access denied|manifest unknown|repository does not exist|"
+                                                 r"no such host|failed to resolve|lookup .* on", re.I)),
+    ("downloads from a website this machine cannot reach", re.compile(
+        r"Could not resolve host|Failed to connect|Connection refused|Temporary failure resolving|"
+        r"Name or service not known|unable to access 'https?://|wget: unable|curl: \(\d+\)", re.I)),
+    ("package not available for the base image", re.compile(
+        r"Unable to locate package|has no installation candidate|No matching distribution found|"
+        r"Could not find a version that satisfies", re.I)),
+    ("build timed out", re.compile(r"timed out|ReadTimeout", re.I)),
+)
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    task_id: str
+    ok: bool
+    cached: bool
+    duration_sec: float
+    reason: str = ""
+    category: str = ""
+    log_tail: str = ""
+
+
+def classify(reason: str, log_tail: str) -> str:
+    text = f"{reason}\n{log_tail}"
+    return next((label for label, pattern in _REASONS if pattern.search(text)), "other")
+
+
+async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jobs: int = 1,
+                    progress=None) -> list[BuildOutcome]:
+    """Build ``tasks`` with ``jobs`` builds at once, rewriting the JSON report after each one."""
+    outcomes: list[BuildOutcome] = []
+    slots = asyncio.Semaphore(jobs)
+
+    async def one(task: Task) -> None:
+        async with slots:
+            started = time.monotonic()
+            try:
+                built = await images.ensure(task)
+                outcome = BuildOutcome(task.id, True, built.cached, time.monotonic() - started)
+            except ImageBuildError as error:
+                outcome = BuildOutcome(task.id, False, False, time.monotonic() - started, error.reason,
+                                       classify(error.reason, error.log_tail), error.log_tail)
+            outcomes.append(outcome)
+            write_report(outcomes, len(tasks), report_path)
+            if progress:
+                progress(outcome)
+
+    await asyncio.gather(*(one(task) for task in tasks))
+    return outcomes
+
+
+def write_report(outcomes: list[BuildOutcome], total: int, path: Path) -> None:
+    failed = [o for o in outcomes if not o.ok]
+    summary = {
+        "tasks": total, "attempted": len(outcomes), "built": len(outcomes) - len(failed), "failed": len(failed),
+        "failed_by_category": dict(Counter(o.category for o in failed).most_common()),
+        "outcomes": [asdict(o) for o in sorted(outcomes, key=lambda o: o.task_id)],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
