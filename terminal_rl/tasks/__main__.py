@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     task_set = task_set_config(cfg.task_set)
     try:
         if args.command == "prepare":
-            prepared = prepare_task_set(task_set, RunContext.from_config(cfg.run), cfg.agent_name)
+            prepared = prepare_task_set(task_set, RunContext.from_config(cfg.run), cfg.agent.loop_name)
             print_summary(prepared)
             return 0
         report = validate_tasks(*_loaded(task_set))

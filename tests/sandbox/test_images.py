@@ -12,7 +12,7 @@ from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import CA_FILE, ImageBuildError, TaskImages, build_inputs, image_tag
 from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
 from terminal_rl.tasks.model import Environment
-from tests.sandbox.conftest import BASE_IMAGE
+from tests.support import BASE_IMAGE
 
 
 @pytest.fixture(scope="module")

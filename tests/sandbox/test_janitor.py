@@ -14,7 +14,7 @@ from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.janitor import sweep
 from terminal_rl.sandbox.owner import MANAGED, RUN_ID, Owner, owner_is_gone
-from tests.sandbox.conftest import BASE_IMAGE
+from tests.support import BASE_IMAGE
 
 pytestmark = pytest.mark.docker
 # Podman refuses containers whose default open-file limit exceeds its own; set it explicitly.
@@ -26,7 +26,7 @@ from terminal_rl.config import compose
 from terminal_rl.run_context import RunConfig, RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory, SandboxSpec
-from tests.sandbox.conftest import BASE_IMAGE, SMALL_LIMITS
+from tests.support import BASE_IMAGE, SMALL_LIMITS
 
 async def main():
     config = SandboxConfig.from_node(compose("services").sandbox)

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from terminal_rl.sandbox.docker_client import docker_client
-from tests.sandbox.conftest import small_limits
+from tests.support import small_limits
 
 pytestmark = pytest.mark.docker
 

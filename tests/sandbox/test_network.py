@@ -4,7 +4,7 @@ private addresses."""
 import pytest
 
 from terminal_rl.sandbox.network import BLOCKED_RANGES, egress_rules, installed_rules, nameservers
-from tests.sandbox.conftest import small_limits
+from tests.support import small_limits
 
 
 def test_rules_allow_dns_then_drop_private_ranges_and_the_host():

@@ -10,7 +10,7 @@ from terminal_rl.sandbox.verifier import verify
 from terminal_rl.tasks.loaders.harbor import load_harbor
 from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
 from terminal_rl.tasks.model import Environment, VerifierKind
-from tests.sandbox.conftest import BASE_IMAGE
+from tests.support import BASE_IMAGE
 
 pytestmark = [pytest.mark.docker, pytest.mark.both_engines]
 

@@ -1,0 +1,1 @@
+"""The agent: action protocols, tools, the episode state machine, policies, behaviour metrics."""

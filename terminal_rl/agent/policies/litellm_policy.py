@@ -1,0 +1,74 @@
+"""Any chat model through litellm (third-party APIs, or a local OpenAI-compatible server).
+
+API keys come from the environment variable the config names, never from the config itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+
+from terminal_rl.agent.policies.base import Policy, PolicyError, PolicySession, Reply
+from terminal_rl.tasks.model import Task
+
+
+@dataclass(frozen=True)
+class LiteLLMConfig:
+    # litellm model string, e.g. "openai/qwen3-8b" for an OpenAI-compatible server.
+    model: str
+    base_url: str
+    # Name of the environment variable holding the API key ("" for none).
+    api_key_env: str
+    temperature: float
+    max_retries: int
+    timeout_sec: float
+    # Requests in flight at once across all episodes of this process.
+    concurrency: int
+
+
+class LiteLLMPolicy(Policy):
+    def __init__(self, config: LiteLLMConfig):
+        self.config = config
+        self.name = f"litellm:{config.model}"
+        self._slots = asyncio.Semaphore(config.concurrency)
+
+    def session(self, task: Task) -> PolicySession:
+        return _LiteLLMSession(self)
+
+    async def complete(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
+        import litellm
+
+        config = self.config
+        api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        started = time.monotonic()
+        async with self._slots:
+            try:
+                response = await litellm.acompletion(
+                    model=config.model, messages=messages, api_base=config.base_url or None,
+                    api_key=api_key or "none", temperature=config.temperature, max_tokens=max_tokens,
+                    timeout=config.timeout_sec, num_retries=config.max_retries,
+                )
+            except Exception as error:  # litellm raises many types; all mean "no reply"
+                raise PolicyError(f"{config.model}: {type(error).__name__}: {error}") from error
+        usage = getattr(response, "usage", None)
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:  # unknown models have no price table entry
+            cost = 0.0
+        return Reply(
+            text=response.choices[0].message.content or "",
+            latency_sec=time.monotonic() - started,
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            context_tokens=getattr(usage, "total_tokens", None),
+            cost_usd=cost,
+        )
+
+
+class _LiteLLMSession(PolicySession):
+    def __init__(self, policy: LiteLLMPolicy):
+        self._policy = policy
+
+    async def reply(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
+        return await self._policy.complete(messages, max_tokens)
