@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--only", nargs="*", default=[], help="task ids (default: all valid tasks)")
     build.add_argument("--jobs", type=int, default=1, help="builds at once")
     build.add_argument("--report", type=Path, help="JSON report path (default: <shared dir>/image_builds.json)")
+    build.add_argument("--discard", action="store_true", help="remove each image once built (measure, keep disk)")
     janitor = groups.add_parser("janitor", help="remove orphaned sandbox containers")
     janitor.add_argument("--this-run", action="store_true", help="only containers of run.id")
     janitor.add_argument("--networks", action="store_true", help="also remove our networks nothing uses")
@@ -85,7 +86,7 @@ def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
         status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
         console.print(f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s")
 
-    outcomes = asyncio.run(build_all(images, tasks, report_path, args.jobs, progress))
+    outcomes = asyncio.run(build_all(images, tasks, report_path, args.jobs, progress, discard=args.discard))
     failed = sum(not o.ok for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} task images built; report: {report_path}")
     return 0

@@ -50,8 +50,12 @@ def classify(reason: str, log_tail: str) -> str:
 
 
 async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jobs: int = 1,
-                    progress=None) -> list[BuildOutcome]:
-    """Build ``tasks`` with ``jobs`` builds at once, rewriting the JSON report after each one."""
+                    progress=None, discard: bool = False) -> list[BuildOutcome]:
+    """Build ``tasks`` with ``jobs`` builds at once, rewriting the JSON report after each one.
+
+    ``discard`` removes each image once built: a report over hundreds of tasks needs only the
+    outcome, and their images together need more disk than most nodes have.
+    """
     outcomes: list[BuildOutcome] = []
     slots = asyncio.Semaphore(jobs)
 
@@ -61,6 +65,8 @@ async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jo
             try:
                 built = await images.ensure(task)
                 outcome = BuildOutcome(task.id, True, built.cached, time.monotonic() - started)
+                if discard:
+                    await images.remove(built.image)
             except ImageBuildError as error:
                 outcome = BuildOutcome(task.id, False, False, time.monotonic() - started, error.reason,
                                        classify(error.reason, error.log_tail), error.log_tail)

@@ -132,6 +132,9 @@ class TaskImages:
         built = await self._docker.call(self._build_locked, task, inputs, tag)
         return BuiltImage(tag, not built, time.monotonic() - started)
 
+    async def remove(self, image: str) -> None:
+        await self._docker.call(self._docker.api.remove_image, image, force=True)
+
     async def _exists(self, image: str) -> bool:
         try:
             await self._docker.call(self._docker.api.inspect_image, image)

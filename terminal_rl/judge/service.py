@@ -1,0 +1,253 @@
+"""The judge service: one per run, owning the cache, the budget, the rate limit and the backend.
+
+Hosted once per run (in training a named Ray actor, see ``ray_actor.py``; in evaluation and
+calibration in-process), so the cache and the budget hold across every rollout worker and node.
+It is only ever called after the rollout's container is gone.
+
+Reliability: retries with exponential backoff on rate limits, timeouts and server errors; a verdict
+that does not parse is sent back once with the error; anything else is *missing* (never scored 0).
+Cost control: a cache keyed by (rubric version, backend, rendered trajectory), persisted as JSON
+lines in the run's judge directory; a token and/or dollar budget; optionally, judging only groups
+whose test scores do not already separate the rollouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from terminal_rl.judge.backend import JudgeBackend, read_backend
+from terminal_rl.judge.render import judge_messages
+from terminal_rl.judge.rubric import VerdictError, parse_verdict, rubric_text
+
+log = logging.getLogger(__name__)
+CACHE_FILE = "cache.jsonl"
+# litellm exception class names worth a retry (the rest, e.g. authentication, are not).
+RETRYABLE = {"RateLimitError", "Timeout", "APIConnectionError", "InternalServerError", "ServiceUnavailableError",
+             "APIError", "BadGatewayError"}
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    model: str
+    base_url: str
+    api_key_env: str
+    rubric: str
+    temperature: float
+    max_tokens: int
+    timeout_sec: float
+    max_retries: int
+    backoff_sec: float
+    concurrency: int
+    budget_usd: float
+    budget_tokens: int
+    only_unseparated_groups: bool
+    max_model_chars: int
+    max_observation_chars: int
+    calibration_dir: str
+
+    @property
+    def default_backend(self) -> JudgeBackend:
+        return JudgeBackend(self.model, self.base_url, self.api_key_env)
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    task_prompt: str
+    environment: str
+    # The trajectory as rendered by terminal_rl.judge.render.render_trajectory.
+    rendered: str
+
+
+@dataclass
+class Judgement:
+    """One grade, or why there is none (``score`` None = missing: never treat it as 0)."""
+
+    score: float | None
+    backend: str
+    parts: dict[str, float] = field(default_factory=dict)
+    modifiers: dict[str, float] = field(default_factory=dict)
+    penalties: dict[str, float] = field(default_factory=dict)
+    rationale: str = ""
+    missing_reason: str = ""
+    cached: bool = False
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_sec: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class JudgeStats:
+    requests: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    judged: int = 0
+    missing: int = 0
+    skipped_groups: int = 0
+    budget_refusals: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_sec: float = 0.0
+
+
+class JudgeService:
+    def __init__(self, config: JudgeConfig, control_dir: Path):
+        self.config = config
+        self.control_dir = Path(control_dir)
+        self.rubric = rubric_text(config.rubric)
+        self.stats = JudgeStats()
+        self._slots = asyncio.Semaphore(config.concurrency)
+        self._cache: dict[str, dict] = self._load_cache()
+
+    # The backend is re-read from the control file on every request (one stat and a small read),
+    # so a `judge switch` applies to the very next judgement.
+    @property
+    def backend(self) -> JudgeBackend:
+        return read_backend(self.control_dir, self.config.default_backend)
+
+    def budget_left(self) -> bool:
+        config, stats = self.config, self.stats
+        over_usd = config.budget_usd > 0 and stats.cost_usd >= config.budget_usd
+        over_tokens = config.budget_tokens > 0 and stats.prompt_tokens + stats.completion_tokens >= config.budget_tokens
+        return not (over_usd or over_tokens)
+
+    async def judge_group(self, requests: list[JudgeRequest], test_scores: list[float]) -> list[Judgement]:
+        """Judge a GRPO group, or skip it when its test scores already separate the rollouts."""
+        if self.config.only_unseparated_groups and len(set(test_scores)) > 1:
+            self.stats.skipped_groups += 1
+            return [Judgement(None, self.backend.label, missing_reason="skipped: tests separate the group")
+                    for _ in requests]
+        return list(await asyncio.gather(*(self.judge(r) for r in requests)))
+
+    async def judge(self, request: JudgeRequest) -> Judgement:
+        self.stats.requests += 1
+        backend = self.backend
+        key = self.cache_key(backend, request)
+        if key in self._cache:
+            self.stats.cache_hits += 1
+            return Judgement(**{**self._cache[key], "cached": True})
+        if not self.budget_left():
+            self.stats.budget_refusals += 1
+            self.stats.missing += 1
+            log.warning("JUDGE BUDGET EXHAUSTED (spent $%.4f, %d tokens): the judge is missing for this sample",
+                        self.stats.cost_usd, self.stats.prompt_tokens + self.stats.completion_tokens)
+            return Judgement(None, backend.label, missing_reason="budget exhausted")
+        async with self._slots:
+            judgement = await self._grade(backend, request)
+        self._account(judgement)
+        if judgement.score is not None:
+            self._cache[key] = judgement.to_dict()
+            self._append_cache(key, judgement)
+        return judgement
+
+    def cache_key(self, backend: JudgeBackend, request: JudgeRequest) -> str:
+        content = json.dumps([self.config.rubric, backend.label, request.task_prompt, request.environment,
+                              request.rendered])
+        return hashlib.sha256(content.encode()).hexdigest()
+
+    async def _grade(self, backend: JudgeBackend, request: JudgeRequest) -> Judgement:
+        messages = judge_messages(self.rubric, request.task_prompt, request.environment, request.rendered)
+        judgement = Judgement(None, backend.label)
+        started = time.monotonic()
+        for attempt in range(2):  # the answer, and one correction after a format error
+            text = await self._call(backend, messages, judgement)
+            if text is None:
+                break
+            try:
+                verdict = parse_verdict(text)
+            except VerdictError as error:
+                judgement.missing_reason = f"unparseable verdict: {error}"
+                messages = [*messages, {"role": "assistant", "content": text},
+                            {"role": "user", "content": f"Your answer is not valid: {error}. "
+                                                        "Reply with the JSON object only, in the format given."}]
+                continue
+            judgement.score, judgement.missing_reason = verdict.score, ""
+            judgement.parts, judgement.modifiers, judgement.penalties = verdict.parts, verdict.modifiers, verdict.penalties
+            judgement.rationale = verdict.rationale
+            break
+        judgement.latency_sec = time.monotonic() - started
+        return judgement
+
+    async def _call(self, backend: JudgeBackend, messages: list[dict], judgement: Judgement) -> str | None:
+        """One answer from the backend, retrying transient failures; None (reason recorded) on failure."""
+        import litellm
+
+        config = self.config
+        for attempt in range(config.max_retries + 1):
+            judgement.calls += 1
+            self.stats.calls += 1
+            try:
+                response = await litellm.acompletion(
+                    model=backend.model, messages=_with_prompt_cache(backend.model, messages),
+                    api_base=backend.base_url or None, api_key=backend.api_key() or "none",
+                    temperature=config.temperature, max_tokens=config.max_tokens, timeout=config.timeout_sec,
+                    num_retries=0,
+                )
+            except Exception as error:  # litellm maps provider errors to its own exception types
+                name = type(error).__name__
+                judgement.missing_reason = f"{name}: {str(error)[:200]}"
+                if name not in RETRYABLE or attempt == config.max_retries:
+                    return None
+                await asyncio.sleep(config.backoff_sec * 2**attempt)
+                continue
+            usage = getattr(response, "usage", None)
+            judgement.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+            judgement.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+            try:
+                judgement.cost_usd += float(litellm.completion_cost(completion_response=response))
+            except Exception:  # models without a price table entry cost what the budget counts in tokens
+                pass
+            return response.choices[0].message.content or ""
+        return None
+
+    def _account(self, judgement: Judgement) -> None:
+        stats = self.stats
+        stats.prompt_tokens += judgement.prompt_tokens
+        stats.completion_tokens += judgement.completion_tokens
+        stats.cost_usd += judgement.cost_usd
+        stats.latency_sec += judgement.latency_sec
+        if judgement.score is None:
+            stats.missing += 1
+        else:
+            stats.judged += 1
+
+    def _load_cache(self) -> dict[str, dict]:
+        path = self.control_dir / CACHE_FILE
+        if not path.is_file():
+            return {}
+        cache = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                entry = json.loads(line)
+                cache[entry["key"]] = entry["judgement"]
+        return cache
+
+    def _append_cache(self, key: str, judgement: Judgement) -> None:
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        with (self.control_dir / CACHE_FILE).open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"key": key, "judgement": judgement.to_dict()}) + "\n")
+
+    def metrics(self) -> dict[str, float]:
+        """``judge/*`` figures for the trainer's metrics and reports."""
+        return {f"judge/{name}": float(value) for name, value in asdict(self.stats).items()}
+
+
+def _with_prompt_cache(model: str, messages: list[dict]) -> list[dict]:
+    """Mark the (long, constant) rubric as cacheable for providers that need it marked; OpenAI-style
+    providers cache long prefixes by themselves."""
+    if not model.startswith(("anthropic/", "claude")):
+        return messages
+    system, *rest = messages
+    return [{"role": "system", "content": [{"type": "text", "text": system["content"],
+                                            "cache_control": {"type": "ephemeral"}}]}, *rest]
