@@ -1,8 +1,9 @@
 """A local OpenAI-compatible server with scripted replies, for tests (no paid API, no network).
 
 Serves ``POST /v1/chat/completions`` (text) and ``POST /v1/completions`` (token ids in and out, as
-vLLM does with ``return_token_ids``). Each request pops the next scripted reply. A reply may be a
-``Fault``: an HTTP error status, or a delay longer than the client's timeout.
+vLLM does with ``return_token_ids``). Each request pops the next scripted reply, or, when ``replies``
+is a function, gets ``replies(request_body)``. A reply may be a ``Fault``: an HTTP error status, or a
+delay longer than the client's timeout.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 
@@ -24,8 +26,8 @@ class Fault:
 class FakeLLMServer:
     """``with FakeLLMServer(replies) as server: server.base_url`` -> http://127.0.0.1:PORT/v1."""
 
-    def __init__(self, replies: list[Any]):
-        self.replies = list(replies)
+    def __init__(self, replies: list[Any] | Callable[[dict], Any]):
+        self.replies = replies if callable(replies) else list(replies)
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         server = self
@@ -38,7 +40,10 @@ class FakeLLMServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
                     server.requests.append({"path": self.path, **body})
-                    reply = server.replies.pop(0) if server.replies else Fault(500)
+                    if callable(server.replies):
+                        reply = server.replies(body)
+                    else:
+                        reply = server.replies.pop(0) if server.replies else Fault(500)
                 if isinstance(reply, Fault):
                     time.sleep(reply.delay_sec)
                     self._send(reply.status, {"error": {"message": "scripted fault", "type": "server_error"}})
