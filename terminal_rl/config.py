@@ -20,6 +20,13 @@ CONF_DIR = PROJECT_ROOT / "conf"
 
 T = TypeVar("T")
 
+# Arithmetic for configs that derive one setting from others (e.g. response length = context -
+# prompt). Registered only in the driver: configs are resolved there before any worker sees them.
+for _name, _fn in (("tr.sub", lambda a, b: a - b), ("tr.mul", lambda a, b: a * b), ("tr.div", lambda a, b: a // b),
+                   ("tr.min", lambda a, b: min(a, b))):
+    if not OmegaConf.has_resolver(_name):
+        OmegaConf.register_new_resolver(_name, _fn)
+
 
 def compose(config_name: str, overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """Compose ``conf/<config_name>.yaml`` with Hydra overrides (e.g. ``task_set=tbrl``)."""

@@ -1,0 +1,1 @@
+"""Model helpers that need no training framework (the tiny offline model)."""

@@ -1,0 +1,162 @@
+"""Preflight: every check that can fail a run, done in seconds before any job starts or is submitted.
+
+Each check returns the problems it finds, one clear message each (the setting, its value, the fix);
+``run_preflight`` collects them all instead of stopping at the first. verl's own validation runs
+through ``terminal_rl.integrations.verl`` (the only package that imports verl).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from omegaconf import DictConfig
+
+from terminal_rl.config import CONF_DIR, project_path
+from terminal_rl.training.memory import estimate
+
+Check = Callable[[DictConfig], list[str]]
+
+
+def supported_pairs() -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / "model_hardware").glob("*.yaml"))
+
+
+def check_support(cfg: DictConfig) -> list[str]:
+    pair = f"{cfg.model.name}_{_hardware_name(cfg)}"
+    if "tensor_parallel" in cfg.model_hardware:
+        return []
+    return [f"model={cfg.model.name} is not supported on hardware={_hardware_name(cfg)} (no "
+            f"conf/model_hardware/{pair}.yaml); supported model_hardware pairs: {', '.join(supported_pairs())}"]
+
+
+def check_batches(cfg: DictConfig) -> list[str]:
+    problems = []
+    gpus = cfg.hardware.nodes * cfg.hardware.gpus_per_node
+    prompts, n = cfg.data.train_batch_size, cfg.actor_rollout_ref.rollout.n
+    if (prompts * n) % gpus:
+        problems.append(f"data.train_batch_size ({prompts}) x rollout.n ({n}) = {prompts * n} trajectories per step "
+                        f"is not divisible by the data-parallel size ({gpus} GPUs); change prompts_per_step or "
+                        "rollouts_per_prompt in the model_hardware file")
+    mini = cfg.actor_rollout_ref.actor.ppo_mini_batch_size
+    if mini > prompts or prompts % mini:
+        problems.append(f"actor.ppo_mini_batch_size ({mini}) must divide data.train_batch_size ({prompts})")
+    return problems
+
+
+def check_parallelism(cfg: DictConfig) -> list[str]:
+    problems = []
+    arch, tp = cfg.model.architecture, cfg.actor_rollout_ref.rollout.tensor_model_parallel_size
+    sp = cfg.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
+    if cfg.hardware.gpus_per_node % tp:
+        problems.append(f"tensor-parallel size {tp} does not divide gpus_per_node ({cfg.hardware.gpus_per_node})")
+    for name, size in (("tensor-parallel", tp), ("Ulysses sequence-parallel", sp)):
+        # Query heads must split evenly; KV heads split evenly or are replicated across ranks.
+        if arch.attention_heads % size or (arch.kv_heads % size and size % arch.kv_heads):
+            problems.append(f"{name} size {size} does not divide {cfg.model.name}'s {arch.attention_heads} attention "
+                            f"heads / {arch.kv_heads} KV heads")
+    return problems
+
+
+def check_sequence(cfg: DictConfig) -> list[str]:
+    problems = []
+    context, limit = cfg.agent.max_context_tokens, cfg.model.architecture.context_length
+    if context > limit:
+        problems.append(f"agent.max_context_tokens ({context}) exceeds {cfg.model.name}'s context length ({limit})")
+    if cfg.data.max_prompt_length >= context:
+        problems.append(f"data.max_prompt_length ({cfg.data.max_prompt_length}) leaves no room for a response "
+                        f"within {context} tokens")
+    if cfg.agent.max_tokens_per_turn > context - cfg.data.max_prompt_length:
+        problems.append(f"agent.max_tokens_per_turn ({cfg.agent.max_tokens_per_turn}) exceeds the response budget "
+                        f"({context - cfg.data.max_prompt_length})")
+    return problems
+
+
+def check_memory(cfg: DictConfig) -> list[str]:
+    hw, mh = cfg.hardware, cfg.model_hardware
+    if hw.device != "cuda":
+        return []
+    result = estimate(dict(cfg.model.architecture), hw.nodes * hw.gpus_per_node, hw.gpu_memory_gb,
+                      mh.tensor_parallel, mh.ulysses_parallel, mh.micro_batch_per_gpu, mh.max_context_tokens,
+                      mh.gpu_memory_utilization, mh.param_offload, mh.optimizer_offload)
+    problems = []
+    if result.train_gb > hw.gpu_memory_gb:
+        problems.append(f"estimated training memory {result.train_gb:.1f} GB per GPU exceeds {hw.gpu_memory_gb} GB "
+                        f"for {cfg.model.name} on {_hardware_name(cfg)}; turn on param/optimizer offload, raise "
+                        "ulysses_parallel or lower micro_batch_per_gpu")
+    if not result.rollout_fits:
+        problems.append(f"rollout needs {result.rollout_weights_gb:.1f} GB of weights + "
+                        f"{result.rollout_kv_per_sequence_gb:.1f} GB KV cache per sequence per GPU, more than "
+                        f"gpu_memory_utilization x memory = {result.rollout_budget_gb:.1f} GB; raise tensor_parallel "
+                        "or gpu_memory_utilization")
+    return problems
+
+
+def check_dataset(cfg: DictConfig) -> list[str]:
+    from terminal_rl.tasks.task_set import load_task_set, task_set_config
+    from terminal_rl.tasks.loaders import TaskSourceError
+    from terminal_rl.tasks.validation import validate_tasks
+
+    try:
+        loaded = load_task_set(task_set_config(cfg.task_set))
+    except (TaskSourceError, ValueError) as error:
+        return [f"task_set: {error}"]
+    report = validate_tasks(loaded.tasks, loaded.problems)
+    if not report.valid:
+        return [f"task_set {cfg.task_set.path}: no valid task ({len(report.rejected_ids)} rejected; run "
+                "`python -m terminal_rl.tasks prepare` for the report)"]
+    return []
+
+
+def check_docker(cfg: DictConfig) -> list[str]:
+    from docker.errors import DockerException
+
+    from terminal_rl.sandbox.base_images import missing_aliases
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.docker_client import docker_client
+
+    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    try:
+        missing = missing_aliases(docker_client(sandbox.docker_host), sandbox.base_images)
+    except DockerException as error:
+        return [f"no Docker endpoint answers (sandbox.docker_host={sandbox.docker_host!r} / $DOCKER_HOST): {error}; "
+                "start dockerd or `podman system service`"]
+    if missing:
+        return [f"base images missing: {missing}; run `python -m terminal_rl.sandbox images bootstrap`"]
+    return []
+
+
+def check_judge_credentials(cfg: DictConfig) -> list[str]:
+    if not judge_can_weigh(cfg) or not cfg.judge.api_key_env or os.environ.get(cfg.judge.api_key_env):
+        return []
+    return [f"the judge can weigh in the reward, but ${cfg.judge.api_key_env} (judge.api_key_env) is not set in "
+            "this environment; export it, point judge.api_key_env at the right variable, or use reward_mix=tests_only"]
+
+
+def judge_can_weigh(cfg: DictConfig) -> bool:
+    """Whether any stage of the run can give the judge a weight above 0."""
+    weights = [cfg.reward_mix.weights.get("judge", 0.0)]
+    weights += [stage.get("judge_weight", 0.0) for stage in cfg.curriculum.get("stages", [])]
+    return max(weights) > 0
+
+
+CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_memory, check_dataset,
+                             check_docker, check_judge_credentials)
+
+
+def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]] | None = None,
+                  skip: tuple[str, ...] = ()) -> list[str]:
+    """All problems of the composed config; empty means go. Support is checked first: an unsupported
+    pair has no values to check the rest with."""
+    problems = check_support(cfg)
+    if problems:
+        return problems
+    for check in CHECKS:
+        if check.__name__ not in skip:
+            problems.extend(check(cfg))
+    if verl_check is not None and not problems:
+        problems.extend(verl_check(cfg))
+    return problems
+
+
+def _hardware_name(cfg: DictConfig) -> str:
+    return cfg.hardware.name

@@ -1,0 +1,74 @@
+import asyncio
+
+import pytest
+
+from terminal_rl.agent.trajectory import Trajectory, Turn
+from terminal_rl.rewards.mix import RewardMix
+from terminal_rl.training.group_scoring import GroupBarrier, score_rollout_group
+
+MIX = RewardMix({"tests": 0.65, "judge": 0.35})
+
+
+def rollout(score, termination="finished"):
+    return Trajectory("t", "h", "p", "x", termination=termination, turns=[Turn(0, "", [], [], "o", None, 0, 0)],
+                      verification=None if termination == "sandbox_error" else {"score": score})
+
+
+def judge_returning(*scores):
+    calls = []
+
+    async def judge(trajectories, tests):
+        calls.append(tests)
+        return [{"score": s, "missing_reason": "" if s is not None else "Timeout"} for s in scores]
+
+    return judge, calls
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_group_blends_tests_and_judge():
+    judge, calls = judge_returning(1.0, 0.0)
+    scores = run(score_rollout_group([rollout(1.0), rollout(0.0)], MIX, 20, judge))
+    assert scores.rewards == pytest.approx([1.0, 0.0])
+    assert calls == [[1.0, 0.0]] and not scores.masked and not scores.judge_fallback
+
+
+def test_missing_judgement_falls_back_for_the_group():
+    judge, _ = judge_returning(0.9, None)
+    scores = run(score_rollout_group([rollout(0.5), rollout(0.0)], MIX, 20, judge))
+    assert scores.rewards == [0.5, 0.0] and scores.judge_fallback
+    assert scores.weights == {"tests": 1.0, "judge": 0.0}
+
+
+def test_infrastructure_failure_masks_the_whole_group_and_skips_the_judge():
+    judge, calls = judge_returning(1.0, 1.0)
+    scores = run(score_rollout_group([rollout(1.0), rollout(0.0, "sandbox_error")], MIX, 20, judge))
+    assert scores.masked and scores.rewards == [0.0, 0.0]
+    assert scores.mask_reason.startswith("1 of 2 rollouts hit an infrastructure failure (sandbox_error")
+    assert calls == []
+
+
+def test_no_judge_call_when_its_weight_is_zero():
+    judge, calls = judge_returning(1.0)
+    scores = run(score_rollout_group([rollout(0.25)], RewardMix({"tests": 1.0, "judge": 0.0}), 20, judge))
+    assert scores.rewards == [0.25] and calls == []
+
+
+def test_barrier_scores_each_group_once_for_all_sessions():
+    scored = []
+
+    async def score(trajectories):
+        scored.append([t.verification["score"] for t in trajectories])
+        return await score_rollout_group(trajectories, RewardMix({"tests": 1.0}), 20, None)
+
+    async def main():
+        barrier = GroupBarrier(score)
+        sessions = [barrier.submit("uid-1", 3, i, rollout(s)) for i, s in ((2, 0.2), (0, 1.0), (1, 0.5))]
+        other = barrier.submit("uid-2", 1, 0, rollout(0.7))
+        return await asyncio.gather(*sessions, other)
+
+    results = run(main())
+    assert scored == [[0.7], [1.0, 0.5, 0.2]] or scored == [[1.0, 0.5, 0.2], [0.7]]
+    assert [(r.rewards[i], i) for r, i in results[:3]] == [(0.2, 2), (1.0, 0), (0.5, 1)]
