@@ -38,8 +38,9 @@ class TaskSetConfig:
     split_seed: int
     # Limits for tasks whose source does not set them.
     default_limits: dict[str, Any]
-    # Keep only these difficulties (empty: all).
+    # Keep only these difficulties / task ids (empty: all).
     difficulties: list[str] = field(default_factory=list)
+    task_ids: list[str] = field(default_factory=list)
 
     @property
     def limits(self) -> Limits:
@@ -58,8 +59,13 @@ def task_set_config(node: DictConfig) -> TaskSetConfig:
 
 
 def load_task_set(config: TaskSetConfig) -> LoadResult:
-    """Load the configured source, keeping only the configured difficulties."""
+    """Load the configured source, keeping only the configured difficulties and task ids."""
     result = _LOADERS[SourceFormat(config.format)](project_path(config.path), config.limits)
     if config.difficulties:
         result.tasks = [t for t in result.tasks if t.difficulty.value in config.difficulties]
+    if config.task_ids:
+        missing = sorted(set(config.task_ids) - {t.id for t in result.tasks})
+        if missing:
+            raise ValueError(f"task_set.task_ids {missing} are not in {config.path}")
+        result.tasks = [t for t in result.tasks if t.id in set(config.task_ids)]
     return result

@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 # verl config nodes converted to their dataclasses (``reward`` is skipped: verl 0.9.1's
 # RewardManagerConfig cannot be converted, and verl itself never converts it).
-_DATACLASS_NODES = ("algorithm", "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.ref")
+_DATACLASS_NODES = ("algorithm", "actor_rollout_ref.actor", "actor_rollout_ref.rollout")
 
 
 def verl_problems(cfg: DictConfig) -> list[str]:

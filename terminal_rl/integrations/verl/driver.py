@@ -1,0 +1,104 @@
+"""The driver of a training run: set-up, Ray, the run-wide services, then verl's trainer.
+
+Order: preflight (nothing starts if it fails) -> the tiny model when asked for -> the run's dataset
+(prepared into the run directory) -> the process environment every Ray worker inherits -> Ray ->
+the judge actor -> the config resolved here (custom resolvers do not exist in Ray workers) -> verl.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from omegaconf import DictConfig, OmegaConf
+
+from terminal_rl.config import project_path
+from terminal_rl.run_context import RunContext
+
+PLUGIN = "terminal_rl.integrations.verl.plugin"
+
+
+def run_environment(cfg: DictConfig) -> dict[str, str]:
+    """Environment every process of the run gets (Ray workers inherit it from the driver)."""
+    run = RunContext.from_config(cfg.run)
+    env = {
+        "VERL_USE_EXTERNAL_MODULES": PLUGIN,
+        "TERMINAL_RL_RUN_ID": run.run_id,
+        "WANDB_MODE": cfg.logger.wandb_mode,
+        "WANDB_DIR": str(run.log_dir),
+        "VERL_FILE_LOGGER_PATH": str(run.log_dir / "metrics.jsonl"),
+        # Docker endpoint and base images are per node; rollout workers reach the daemon themselves.
+        **{k: str(v) for k, v in cfg.hardware.env.items()},
+    }
+    return env
+
+
+def apply_environment(env: dict[str, str]) -> None:
+    """Set the run's environment in this process and load our verl plugin here too (verl loads it
+    in every other process from VERL_USE_EXTERNAL_MODULES). Must run before verl picks a platform."""
+    import importlib
+
+    os.environ.update(env)
+    # Ray refuses fake GPUs with an empty device list, and CPU runs must not see a real one.
+    if os.environ.get("VERL_PLATFORM") == "cpu":
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    importlib.import_module(PLUGIN)
+
+
+def prepare(cfg: DictConfig) -> None:
+    """Tiny model (if selected and missing) and the run's dataset, before any worker starts."""
+    from terminal_rl.tasks.prepare import prepare_task_set
+    from terminal_rl.tasks.task_set import task_set_config
+
+    if cfg.model.name == "tiny":
+        from terminal_rl.models.tiny import make_tiny_model
+
+        make_tiny_model(project_path(cfg.model.path), dict(cfg.model.architecture))
+    run = RunContext.from_config(cfg.run)
+    prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
+    run.log_dir.mkdir(parents=True, exist_ok=True)
+
+
+def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = os.environ.get("RAY_ADDRESS")
+    if address:  # a cluster started outside (Slurm bootstrap): its resources are the allocation's
+        ray.init(address=address, runtime_env={"env_vars": env})
+        return
+    ray.init(num_cpus=cfg.hardware.ray_num_cpus, num_gpus=cfg.hardware.ray_num_gpus, include_dashboard=False,
+             _node_ip_address="127.0.0.1", runtime_env={"env_vars": env})
+
+
+def start_services(cfg: DictConfig) -> None:
+    """The run-wide judge (named Ray actor), when any stage can give the judge a weight."""
+    from terminal_rl.config import to_dataclass
+    from terminal_rl.judge.ray_actor import start_judge_actor
+    from terminal_rl.judge.service import JudgeConfig
+    from terminal_rl.training.preflight import judge_can_weigh
+
+    if judge_can_weigh(cfg):
+        run = RunContext.from_config(cfg.run)
+        start_judge_actor(to_dataclass(cfg.judge, JudgeConfig), run.judge_control_dir, run.run_id)
+
+
+def train(cfg: DictConfig) -> None:
+    """Everything after preflight, in this process (``launcher=local``)."""
+    env = run_environment(cfg)
+    apply_environment(env)
+    prepare(cfg)
+    OmegaConf.resolve(cfg)
+    start_ray(cfg, env)
+    start_services(cfg)
+
+    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
+
+    auto_set_device(cfg)
+    validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    run_ppo(cfg, task_runner_class=TaskRunnerV1)
+    sys.stdout.flush()

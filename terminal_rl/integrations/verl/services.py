@@ -1,0 +1,49 @@
+"""Run-wide services the rollout workers talk to: the judge (a named Ray actor started by the
+driver) and the reward weights in force for a sample (from the curriculum state, when there is one)."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from terminal_rl.agent.trajectory import Trajectory
+from terminal_rl.judge.ray_actor import judge_actor
+from terminal_rl.judge.render import describe_environment, render_trajectory
+from terminal_rl.judge.service import JudgeRequest
+from terminal_rl.rewards.mix import RewardMix
+from terminal_rl.tasks.model import Task
+from terminal_rl.training.group_scoring import JudgeGroup
+
+
+def reward_mix_for(cfg: DictConfig, task: Task, global_steps: int) -> tuple[RewardMix, int]:
+    """The reward weights this sample is scored with, and the curriculum stage they come from."""
+    return RewardMix(dict(cfg.reward_mix.weights), cfg.reward_mix.missing), 0
+
+
+def judge_group_via_actor(cfg: DictConfig, run_id: str) -> JudgeGroup:
+    """Ask the run's judge actor to grade a group (the containers are already gone)."""
+
+    async def judge(trajectories: list[Trajectory], test_scores: list[float]) -> list[dict]:
+        requests = [JudgeRequest(t.metadata["task_prompt"], t.metadata["environment"],
+                                 render_trajectory(t, cfg.judge.max_model_chars, cfg.judge.max_observation_chars))
+                    for t in trajectories]
+        return await judge_actor(run_id).judge_group.remote(requests, test_scores)
+
+    return judge
+
+
+def judge_context(task: Task) -> dict[str, str]:
+    """What the judge needs to know of the task, stamped on the trajectory before the barrier."""
+    return {"task_prompt": task.prompt, "environment": describe_environment(task)}
+
+
+def service_metrics(cfg: DictConfig) -> dict[str, float]:
+    """judge/* figures from the run's judge actor, when the run has one."""
+    import ray
+
+    from terminal_rl.run_context import RunContext
+
+    try:
+        actor = judge_actor(RunContext.from_config(cfg.run).run_id)
+    except ValueError:
+        return {}
+    return ray.get(actor.metrics.remote())
