@@ -100,7 +100,9 @@ class TerminalAgentLoop(AgentLoopBase):
                 conversation = TokenConversation.start(state.chat, messages)
                 request_id = uuid.uuid4().hex
                 while not episode.done:
-                    budget = min(state.limits.max_tokens_per_turn, self.response_length - len(conversation.response_ids))
+                    # The episode's budget (min(per turn, context left)) within verl's padded response length.
+                    budget = min(episode.turn_max_tokens(len(conversation.ids)),
+                                 self.response_length - len(conversation.response_ids))
                     if budget <= 0:
                         episode.end(Termination.CONTEXT_EXHAUSTED, f"{len(conversation.response_ids)} response tokens")
                         break
@@ -166,7 +168,9 @@ def reward_extra_info(trajectory: Trajectory, scores: GroupScores, position: int
     info["masked"] = float(scores.masked)
     info["judge_fallback"] = float(scores.judge_fallback)
     info["stage"] = float(trajectory.metadata.get("stage", 0))
+    # Validation reports these per data source: mean test score (val-core .../acc) and pass rate.
     info["acc"] = float((trajectory.verification or {}).get("score", 0.0))
+    info["pass"] = float(info["acc"] == 1.0)
     for reason in Termination:
         info[f"end_{reason.value}"] = float(trajectory.termination == reason.value)
     info.update({f"behaviour_{k.replace('/', '_')}": float(v) for k, v in behaviour_metrics(trajectory).items()

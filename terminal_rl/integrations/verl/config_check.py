@@ -22,8 +22,9 @@ def verl_problems(cfg: DictConfig) -> list[str]:
         with contextlib.redirect_stdout(io.StringIO()):
             validate_config(resolved, use_reference_policy=need_reference_policy(resolved),
                             use_critic=need_critic(resolved))
-    except (AssertionError, ValueError, TypeError) as error:
-        problems.append(f"verl validate_config: {error}")
+    except Exception as error:  # verl raises assertions, ValueErrors and hydra's InstantiationException
+        cause = error.__cause__ or error
+        problems.append(f"verl validate_config: {type(cause).__name__}: {cause}")
     for path in _DATACLASS_NODES:
         try:
             omega_conf_to_dataclass(OmegaConf.select(resolved, path))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -26,7 +27,9 @@ def run_environment(cfg: DictConfig) -> dict[str, str]:
         "TERMINAL_RL_RUN_ID": run.run_id,
         "WANDB_MODE": cfg.logger.wandb_mode,
         "WANDB_DIR": str(run.log_dir),
-        "VERL_FILE_LOGGER_PATH": str(run.log_dir / "metrics.jsonl"),
+        # One metrics file per launch: verl's file logger truncates its file, and a resume must not
+        # erase the steps before it.
+        "VERL_FILE_LOGGER_PATH": str(run.log_dir / f"metrics.{time.strftime('%Y%m%d-%H%M%S')}.jsonl"),
         # Docker endpoint and base images are per node; rollout workers reach the daemon themselves.
         **{k: str(v) for k, v in cfg.hardware.env.items()},
     }

@@ -37,7 +37,8 @@ def step_metrics(infos: list[dict[str, float]]) -> dict[str, float]:
                 break
         else:
             metrics[{"masked": "rollout/masked_fraction", "judge_fallback": "reward/judge_fallback_fraction",
-                     "stage": "curriculum/stage", "acc": "reward/tests_score"}.get(key, f"rollout/{key}")] = mean
+                     "stage": "curriculum/stage", "acc": "reward/tests_score",
+                     "pass": "reward/pass_rate"}.get(key, f"rollout/{key}")] = mean
     return metrics
 
 

@@ -1,0 +1,95 @@
+"""The train config: every supported model x hardware pair composes and passes verl's validation,
+unsupported pairs and bad settings are rejected by preflight with a clear message."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from terminal_rl.agent.episode import Episode, EpisodeLimits
+from terminal_rl.integrations.verl.config_check import verl_problems
+from terminal_rl.training.preflight import run_preflight, supported_pairs
+from tests.training.conftest import train_config
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "qwen3_32b_h100_4x8.yaml"
+# Checks that need the machine (dataset on disk, Docker) are covered elsewhere.
+OFFLINE = ("check_dataset", "check_docker")
+
+
+def split_pair(pair: str) -> tuple[str, str]:
+    for hardware in ("a100_2x", "h100_4x8", "h100_2x8", "h100_8x", "h100_4x", "cpu"):
+        if pair.endswith("_" + hardware):
+            return pair[: -len(hardware) - 1], hardware
+    raise AssertionError(pair)
+
+
+@pytest.mark.parametrize("pair", supported_pairs())
+def test_every_supported_pair_composes_and_passes_verl_validation(pair):
+    model, hardware = split_pair(pair)
+    cfg = train_config(f"model={model}", f"hardware={hardware}")
+    assert run_preflight(cfg, verl_problems, skip=OFFLINE) == []
+    assert cfg.model_hardware.tensor_parallel == cfg.actor_rollout_ref.rollout.tensor_model_parallel_size
+
+
+@pytest.mark.parametrize(("model", "hardware"), [("qwen3_32b", "cpu"), ("qwen3_8b", "cpu"), ("qwen3_32b", "a100_2x"),
+                                                 ("tiny", "h100_8x")])
+def test_unsupported_pairs_are_rejected(model, hardware):
+    [problem] = run_preflight(train_config(f"model={model}", f"hardware={hardware}"), verl_problems, skip=OFFLINE)
+    assert problem.startswith(f"model={model} is not supported on hardware={hardware} (no "
+                              f"conf/model_hardware/{model}_{hardware}.yaml); supported model_hardware pairs: ")
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["data.train_batch_size=3"], "data.train_batch_size (3) x rollout.n (16) = 48 trajectories per step is not "
+                                  "divisible by the data-parallel size (32 GPUs)"),
+    (["actor_rollout_ref.rollout.tensor_model_parallel_size=3"], "tensor-parallel size 3 does not divide gpus_per_node (8)"),
+    (["actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=6"],
+     "Ulysses sequence-parallel size 6 does not divide qwen3_32b's 64 attention heads / 8 KV heads"),
+    (["model_hardware.max_context_tokens=65536"], "agent.max_context_tokens (65536) exceeds qwen3_32b's context length (40960)"),
+    (["model_hardware.optimizer_offload=false", "model_hardware.param_offload=false", "hardware=h100_8x",
+      "model_hardware.micro_batch_per_gpu=4"], "estimated training memory"),
+    (["reward_mix=tests65_judge35", "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY"],
+     "the judge can weigh in the reward, but $TERMINAL_RL_NO_SUCH_KEY (judge.api_key_env) is not set"),
+    (["actor_rollout_ref.actor.ppo_mini_batch_size=5"], "actor.ppo_mini_batch_size (5) must divide data.train_batch_size (16)"),
+])
+def test_seeded_bad_configs_are_rejected_with_the_right_message(overrides, message):
+    cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", *overrides)
+    problems = run_preflight(cfg, verl_problems, skip=OFFLINE)
+    assert any(p.startswith(message) for p in problems), problems
+
+
+def test_verl_rejects_what_its_own_validation_rejects():
+    cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", "actor_rollout_ref.actor.loss_agg_mode=bogus")
+    assert any(p.startswith("verl ") and "Invalid loss_agg_mode: bogus" in p for p in verl_problems(cfg))
+
+
+def test_our_model_group_and_verls_both_compose():
+    cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", "actor_rollout_ref.model.lora_rank=8")
+    assert cfg.model.name == "qwen3_32b" and cfg.model.architecture.layers == 64
+    assert cfg.actor_rollout_ref.model._target_ == "verl.workers.config.HFModelConfig"
+    assert cfg.actor_rollout_ref.model.path == "Qwen/Qwen3-32B"  # ours feeds verl's by interpolation
+    assert cfg.actor_rollout_ref.model.lora_rank == 8  # a verl override still reaches verl's node
+    assert cfg.trainer.nnodes == 4 and cfg.trainer.n_gpus_per_node == 8
+
+
+def test_flattened_config_snapshot_for_qwen3_32b_on_h100_4x8():
+    cfg = train_config("model=qwen3_32b", "hardware=h100_4x8")
+    flat = yaml.safe_load(OmegaConf.to_yaml(cfg, resolve=True))
+    if not SNAPSHOT.is_file():  # first run writes it; later runs compare
+        SNAPSHOT.write_text(yaml.safe_dump(flat, sort_keys=True))
+    assert flat == yaml.safe_load(SNAPSHOT.read_text()), (
+        "the composed qwen3_32b x h100_4x8 config drifted from tests/training/snapshots; if intended, delete the "
+        "snapshot and rerun to record the new one")
+
+
+def test_a_ten_turn_episode_is_not_cut_at_four_thousand_tokens():
+    limits = EpisodeLimits(max_turns=50, max_tokens_per_turn=4000, max_context_tokens=32768, max_consecutive_parse_errors=3)
+    episode = Episode.__new__(Episode)
+    episode.limits = limits
+    context, budgets = 1500, []
+    for _ in range(10):  # each turn writes 2,000 tokens and gets a 800-token observation back
+        budgets.append(episode.turn_max_tokens(context))
+        context += 2000 + 800
+    assert budgets == [4000] * 10, "every turn may use the full per-turn cap while context remains"
+    assert context == 29500 and episode.turn_max_tokens(31000) == 1768

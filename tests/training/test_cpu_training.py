@@ -1,0 +1,86 @@
+"""The main job end to end on CPU: real verl GRPO steps with our agent loop in real Docker sandboxes on
+real tasks, wandb offline logging, a checkpoint, and a resume that continues from it. One run (and
+its resume) is shared by every test here: it is the most expensive thing CI does."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from terminal_rl.config import PROJECT_ROOT
+from terminal_rl.sandbox.docker_client import docker_client
+from terminal_rl.sandbox.owner import MANAGED, RUN_ID
+
+pytestmark = [pytest.mark.verl, pytest.mark.docker]
+
+RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "trainer.save_freq=1", "trainer.test_freq=2", "run.id=ci"]
+
+
+def train(root, *overrides, timeout=1500):
+    started = time.monotonic()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
+    result = subprocess.run([sys.executable, "-m", "terminal_rl.train", *RUN, f"run.output_root={root}", *overrides],
+                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    return result, time.monotonic() - started
+
+
+@pytest.fixture(scope="session")
+def cpu_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    first, first_sec = train(root, "trainer.total_training_steps=2")
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
+    resumed, resumed_sec = train(root, "trainer.total_training_steps=3")
+    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+    return {"dir": root / "ci", "first": first, "resumed": resumed, "seconds": (first_sec, resumed_sec)}
+
+
+def metrics(run_dir):
+    """Step -> metrics over every launch's file (a resume writes a new one)."""
+    steps = {}
+    for path in sorted((run_dir / "logs").glob("metrics.*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            steps.setdefault(record["step"], {}).update(record["data"])
+    return steps
+
+
+def test_grpo_steps_log_reward_components_and_validation(cpu_run):
+    steps = metrics(cpu_run["dir"])
+    assert {1, 2, 3} <= set(steps)
+    step = steps[2]
+    for key in ("reward/tests/mean", "reward/format/mean", "reward/exec/mean", "reward/weight/tests",
+                "rollout/masked_fraction", "rollout/ended/parse_errors", "behaviour/parse_error_rate",
+                "actor/pg_loss", "critic/score/mean", "timing_s/step"):
+        assert key in step, key
+    log = cpu_run["first"].stdout + cpu_run["first"].stderr
+    assert "val-core/terminal_bench_rl/acc/mean@1" in log, "in-training validation ran on the val split"
+    assert "val-aux/terminal_bench_rl/pass/mean@1" in log
+
+
+def test_rollouts_ran_in_real_sandboxes_and_were_verified(cpu_run):
+    files = sorted((cpu_run["dir"] / "logs" / "rollouts").glob("train_step*.jsonl"))
+    trajectories = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    assert trajectories and all(t["verification"] is not None for t in trajectories)
+    assert {t["task_id"] for t in trajectories} <= {"csv-file-parsing-amount-sum", "csv-filter-by-value",
+                                                    "base64-decode-secret-message", "security-remove-hardcoded-password",
+                                                    "debugging-off-by-one-loop-error", "lru-cache-implementation"}
+    leftovers = docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}=ci"]})
+    assert leftovers == [], "every sandbox was removed"
+
+
+def test_checkpoint_written_and_resume_continues_from_it(cpu_run):
+    checkpoints = cpu_run["dir"] / "checkpoints"
+    assert (checkpoints / "global_step_2" / "actor").is_dir()
+    assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
+    resumed_log = cpu_run["resumed"].stdout + cpu_run["resumed"].stderr
+    assert "global_step_2" in resumed_log
+    assert "step:3 -" in resumed_log and "step:1 -" not in resumed_log
+
+
+def test_wandb_logs_offline(cpu_run):
+    runs = list((cpu_run["dir"] / "logs" / "wandb").glob("offline-run-*"))
+    assert runs, "wandb wrote an offline run to sync later"
+    print(f"CPU run wall time: first run {cpu_run['seconds'][0]:.0f}s (2 steps), resume {cpu_run['seconds'][1]:.0f}s")
