@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed-cpu
 .PHONY: run test services install clean-venv
 
 run: install services
-	$(PYTHON) -m terminal_rl.tasks prepare $(ARGS)
+	$(PYTHON) -m terminal_rl.train hardware=cpu model=tiny $(ARGS)
 
 test: install services
 	$(PYTHON) -m pytest $(ARGS)
