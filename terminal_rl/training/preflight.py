@@ -135,7 +135,7 @@ def check_judge_credentials(cfg: DictConfig) -> list[str]:
 def judge_can_weigh(cfg: DictConfig) -> bool:
     """Whether any stage of the run can give the judge a weight above 0."""
     weights = [cfg.reward_mix.weights.get("judge", 0.0)]
-    weights += [stage.get("judge_weight", 0.0) for stage in cfg.curriculum.get("stages", [])]
+    weights += [w for stage in cfg.curriculum.get("stages", []) for w in stage.get("judge_weights", {}).values()]
     return max(weights) > 0
 
 

@@ -72,3 +72,10 @@ def test_barrier_scores_each_group_once_for_all_sessions():
     results = run(main())
     assert scored == [[0.7], [1.0, 0.5, 0.2]] or scored == [[1.0, 0.5, 0.2], [0.7]]
     assert [(r.rewards[i], i) for r, i in results[:3]] == [(0.2, 2), (1.0, 0), (0.5, 1)]
+
+
+@pytest.mark.parametrize("termination", ["max_turns", "timeout", "context_exhausted", "parse_errors"])
+def test_truncated_and_timed_out_trajectories_are_scored_not_masked(termination):
+    """The agent ran out of turns, time or context: its own failure, verified and scored as is."""
+    scores = run(score_rollout_group([rollout(0.5, termination), rollout(0.0)], RewardMix({"tests": 1.0}), 20, None))
+    assert not scores.masked and scores.rewards == [0.5, 0.0]
