@@ -23,7 +23,7 @@ T = TypeVar("T")
 # Arithmetic for configs that derive one setting from others (e.g. response length = context -
 # prompt). Registered only in the driver: configs are resolved there before any worker sees them.
 for _name, _fn in (("tr.sub", lambda a, b: a - b), ("tr.mul", lambda a, b: a * b), ("tr.div", lambda a, b: a // b),
-                   ("tr.min", lambda a, b: min(a, b))):
+                   ("tr.min", lambda a, b: min(a, b)), ("tr.eq", lambda a, b: a == b)):
     if not OmegaConf.has_resolver(_name):
         OmegaConf.register_new_resolver(_name, _fn)
 

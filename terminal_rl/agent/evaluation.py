@@ -38,8 +38,11 @@ class EvaluationPlan:
 
 
 def pending_pairs(plan: EvaluationPlan) -> list[tuple[Task, int]]:
-    """(task, attempt) pairs not yet in the results file."""
-    done = {(t.task_id, t.metadata.get("attempt")) for t in read_results(plan.results_file)}
+    """(task, attempt) pairs not yet in the results file (a result for another version of a task,
+    by content hash, does not count)."""
+    hashes = {task.id: task.content_hash for task in plan.tasks}
+    done = {(t.task_id, t.metadata.get("attempt")) for t in read_results(plan.results_file)
+            if hashes.get(t.task_id) == t.content_hash}
     return [(task, attempt) for task in plan.tasks for attempt in range(plan.attempts) if (task.id, attempt) not in done]
 
 

@@ -38,6 +38,9 @@ class GroupScores:
     masked: bool = False
     mask_reason: str = ""
     judge_fallback: bool = False
+    # data_filter=online_variance: the per-sample filter metric, and whether the group is dropped.
+    filter_signal: list[float] | None = None
+    filtered: bool = False
 
 
 async def score_rollout_group(trajectories: list[Trajectory], mix: RewardMix, max_turns: int,

@@ -1,9 +1,11 @@
 """The main job end to end on CPU: real verl GRPO steps with our agent loop in real Docker sandboxes on
-real tasks, wandb offline logging, a checkpoint, and a resume that continues from it. One run (and
-its resume) is shared by every test here: it is the most expensive thing CI does."""
+real tasks, with the judge_anneal curriculum and online-variance filtering (the judge is a local
+OpenAI-compatible test server), wandb offline logging, a checkpoint, and a resume that continues
+from it. One run (and its resume) is shared by every test here: it is the most expensive thing CI does."""
 
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -13,10 +15,13 @@ import pytest
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.owner import MANAGED, RUN_ID
+from tests.fake_llm_server import FakeLLMServer
+from tests.judge.conftest import verdict
 
 pytestmark = [pytest.mark.verl, pytest.mark.docker]
 
-RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "trainer.save_freq=1", "trainer.test_freq=2", "run.id=ci"]
+RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "trainer.save_freq=1", "trainer.test_freq=2", "run.id=ci",
+       "curriculum=judge_anneal", "data_filter=online_variance", "judge.model=openai/test-judge", "judge.api_key_env="]
 
 
 def train(root, *overrides, timeout=1500):
@@ -27,14 +32,22 @@ def train(root, *overrides, timeout=1500):
     return result, time.monotonic() - started
 
 
+def random_judge(body):
+    """A judge with an opinion that varies: early stages then carry signal through the judge alone."""
+    return verdict(todo_planning=round(random.random(), 2), phase_adherence=round(random.random(), 2))
+
+
 @pytest.fixture(scope="session")
 def cpu_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
-    first, first_sec = train(root, "trainer.total_training_steps=2")
-    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
-    resumed, resumed_sec = train(root, "trainer.total_training_steps=3")
-    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
-    return {"dir": root / "ci", "first": first, "resumed": resumed, "seconds": (first_sec, resumed_sec)}
+    with FakeLLMServer(random_judge) as judge:
+        first, first_sec = train(root, "trainer.total_training_steps=2", f"judge.base_url={judge.base_url}")
+        assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
+        resumed, resumed_sec = train(root, "trainer.total_training_steps=3", f"judge.base_url={judge.base_url}")
+        assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+        judge_calls = len(judge.requests)
+    return {"dir": root / "ci", "first": first, "resumed": resumed, "seconds": (first_sec, resumed_sec),
+            "judge_calls": judge_calls}
 
 
 def metrics(run_dir):
@@ -51,10 +64,29 @@ def test_grpo_steps_log_reward_components_and_validation(cpu_run):
     steps = metrics(cpu_run["dir"])
     assert {1, 2, 3} <= set(steps)
     step = steps[2]
-    for key in ("reward/tests/mean", "reward/format/mean", "reward/exec/mean", "reward/weight/tests",
+    for key in ("reward/tests/mean", "reward/judge/mean", "reward/format/mean", "reward/exec/mean", "reward/weight/tests",
                 "rollout/masked_fraction", "rollout/ended/parse_errors", "behaviour/parse_error_rate",
-                "actor/pg_loss", "critic/score/mean", "timing_s/step"):
+                "actor/pg_loss", "critic/score/mean", "timing_s/step", "judge/calls"):
         assert key in step, key
+
+
+def test_curriculum_stage_weights_and_filter_fractions_are_logged(cpu_run):
+    steps = metrics(cpu_run["dir"])
+    first = steps[1]
+    assert first["curriculum/stage"] == 0.0 and first["curriculum/share/easy"] == 0.5
+    assert first["curriculum/judge_weight/easy"] == 0.5 and first["curriculum/judge_weight/extremely_hard"] == 0.0
+    assert 0.0 < first["reward/weight/judge"] <= 0.5, "stage-0 samples are scored with the judge blended in"
+    assert first["reward/weight/tests"] + first["reward/weight/judge"] == 1.0
+    for key in ("rollout/variance_reward", "rollout/variance_tests", "rollout/zero_variance_tests", "rollout/filtered"):
+        assert key in first, key
+    assert cpu_run["judge_calls"] > 0
+    assert (cpu_run["dir"] / "logs" / "curriculum.png").is_file()
+
+
+def test_curriculum_state_is_checkpointed_and_restored(cpu_run):
+    state = json.loads((cpu_run["dir"] / "checkpoints" / "global_step_2" / "curriculum.json").read_text())
+    assert state["state"]["steps_in_stage"] == 2 and state["sampler"]["draws"] >= 4
+    assert metrics(cpu_run["dir"])[3]["curriculum/steps_in_stage"] == 3.0, "the resumed run continued the stage"
     log = cpu_run["first"].stdout + cpu_run["first"].stderr
     assert "val-core/terminal_bench_rl/acc/mean@1" in log, "in-training validation ran on the val split"
     assert "val-aux/terminal_bench_rl/pass/mean@1" in log

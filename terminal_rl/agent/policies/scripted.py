@@ -7,16 +7,22 @@ from terminal_rl.tasks.model import Task
 
 
 class ScriptedPolicy(Policy):
-    """Responses per task id (or one list for every task). An exhausted script replies with empty
-    text, which the protocol reports as a parse error, so the episode still ends by its own rules."""
+    """Responses per task id (or one list for every task). A task may also map to a list of scripts,
+    used in turn by its successive episodes (attempts that differ). An exhausted script replies with
+    empty text, which the protocol reports as a parse error, so the episode still ends by its own rules."""
 
     name = "scripted"
 
-    def __init__(self, scripts: dict[str, list[str]] | list[str]):
+    def __init__(self, scripts: dict[str, list] | list[str]):
         self.scripts = scripts
+        self._episodes: dict[str, int] = {}
 
     def session(self, task: Task) -> PolicySession:
         script = self.scripts if isinstance(self.scripts, list) else self.scripts.get(task.id, [])
+        if script and isinstance(script[0], list):
+            episode = self._episodes.get(task.id, 0)
+            self._episodes[task.id] = episode + 1
+            script = script[episode % len(script)]
         return _ScriptedSession(list(script))
 
 

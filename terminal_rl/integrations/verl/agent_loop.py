@@ -28,8 +28,8 @@ from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.tokens import ChatTokenizer, TokenConversation
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.config import to_dataclass
+from terminal_rl.filtering.variance import filter_signal, group_variances
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, reward_mix_for
-from terminal_rl.rewards.mix import RewardMix
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory
@@ -53,6 +53,9 @@ class _WorkerState:
         agent = {k: v for k, v in cfg.agent.items() if k not in ("protocol", "loop_name")}
         self.limits = to_dataclass(agent, EpisodeLimits)
         self.barrier = GroupBarrier(self._score)
+        self.data_filter = cfg.data_filter
+        # Groups dropped by online_variance, per training step (bounded by data_filter.max_refills).
+        self.refills: dict[int, int] = {}
         self._started = False
 
     async def start(self) -> None:
@@ -61,9 +64,17 @@ class _WorkerState:
             self._started = True
 
     async def _score(self, trajectories: list[Trajectory]) -> GroupScores:
-        mix: RewardMix = trajectories[0].metadata["reward_mix"]
+        meta = trajectories[0].metadata
         judge = judge_group_via_actor(self.cfg, self.run.run_id)
-        return await score_rollout_group(trajectories, mix, self.limits.max_turns, judge)
+        scores = await score_rollout_group(trajectories, meta["reward_mix"], self.limits.max_turns, judge)
+        if self.data_filter.kind == "online_variance" and meta["split"] == "train":
+            step = meta["global_steps"]
+            tests = [c["tests"].score or 0.0 for c in scores.components]
+            scores.filter_signal, scores.filtered = filter_signal(
+                scores.rewards, tests, scores.weights.get("judge", 0.0), self.refills.get(step, 0),
+                self.data_filter.max_refills)
+            self.refills[step] = self.refills.get(step, 0) + scores.filtered
+        return scores
 
 
 _STATE: _WorkerState | None = None
@@ -88,7 +99,8 @@ class TerminalAgentLoop(AgentLoopBase):
         group_size = int(rollout.val_kwargs.n if validating else rollout.n)
         uid, session = str(kwargs.get("uid", uuid.uuid4().hex)), int(kwargs.get("session_id", 0))
         task = TaskStore(Path(extra_info["task_store"])).get(TaskRef(extra_info["task_id"], extra_info["content_hash"]))
-        mix, stage = reward_mix_for(self.config, task, kwargs.get("global_steps", 0))
+        stage = int(extra_info.get("curriculum_stage", 0))
+        mix = reward_mix_for(self.config, task, stage, validating)
 
         conversation, logprobs, extra_fields = None, [], {}
         trajectory = Trajectory(task.id, task.content_hash, state.protocol.prompt_id, LOOP_NAME)
@@ -166,6 +178,13 @@ def reward_extra_info(trajectory: Trajectory, scores: GroupScores, position: int
             info[f"component_{name}"] = float(component.score)
     info.update({f"weight_{name}": float(w) for name, w in scores.weights.items()})
     info["masked"] = float(scores.masked)
+    tests = [c["tests"].score or 0.0 for c in scores.components]
+    info["variance_reward"], info["variance_tests"] = group_variances(scores.rewards, tests)
+    info["zero_variance_reward"] = float(info["variance_reward"] == 0.0)
+    info["zero_variance_tests"] = float(info["variance_tests"] == 0.0)
+    if scores.filter_signal is not None:
+        info["filter_signal"] = scores.filter_signal[position]
+        info["filtered"] = float(scores.filtered)
     info["judge_fallback"] = float(scores.judge_fallback)
     info["stage"] = float(trajectory.metadata.get("stage", 0))
     # Validation reports these per data source: mean test score (val-core .../acc) and pass rate.

@@ -60,6 +60,12 @@ def prepare(cfg: DictConfig) -> None:
     run = RunContext.from_config(cfg.run)
     prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
     run.log_dir.mkdir(parents=True, exist_ok=True)
+    from terminal_rl.curriculum.plot import plot_schedule
+    from terminal_rl.curriculum.schedule import schedule_from_config
+
+    # The schedule this run uses, beside its logs.
+    plot_schedule(schedule_from_config(OmegaConf.to_container(cfg.curriculum, resolve=True)),
+                  cfg.curriculum.kind, run.log_dir / "curriculum.png")
 
 
 def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:

@@ -16,6 +16,8 @@ import transfer_queue as tq
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from terminal_rl.integrations.verl.curriculum import run_curriculum
+
 # reward_extra_info key prefix -> metric name prefix
 _PREFIXES = {"component_": "reward/{}/mean", "weight_": "reward/weight/{}", "end_": "rollout/ended/{}",
              "behaviour_": "behaviour/{}"}
@@ -48,13 +50,27 @@ class TerminalTrainer(PPOTrainerSync):
         keys = [k for k, tag in zip(batch.keys, batch.tags) if not tag.get("is_padding", False)]
         if not keys:
             return
-        fields = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
-        extra = fields.pop("extra_fields")  # as verl reads it (trainer_base._compute_metrics)
-        extra = extra.tolist() if hasattr(extra, "tolist") else list(extra)
-        infos = [e.get("reward_extra_info", {}) for e in extra if isinstance(e, dict)]
+        fields = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=["extra_fields", "extra_info"])
+        extra_fields, extra_info = (_as_list(fields.pop(name)) for name in ("extra_fields", "extra_info"))
+        infos = [e.get("reward_extra_info", {}) for e in extra_fields]
         metrics.update(step_metrics(infos))
+        curriculum = run_curriculum(self.config.data)
+        curriculum.record_step([(row["task_id"], int(row.get("curriculum_stage", 0)), info.get("acc", 0.0))
+                                for row, info in zip(extra_info, infos) if not info.get("masked")])
+        metrics.update(curriculum.metrics())
         metrics.update(self._service_metrics())
         self._log_samples(global_steps)
+
+    def _save_checkpoint(self):
+        super()._save_checkpoint()
+        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+        run_curriculum(self.config.data).save(folder)
+
+    def _load_checkpoint(self):
+        super()._load_checkpoint()
+        if self.global_steps:
+            folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+            run_curriculum(self.config.data).restore(folder)
 
     def _service_metrics(self) -> dict[str, float]:
         from terminal_rl.integrations.verl.services import service_metrics
@@ -84,6 +100,11 @@ class TerminalTrainer(PPOTrainerSync):
             columns = ["task", "last message", "actions", "observations", "reward", "components", "judge rationale",
                        "termination"]
             wandb.log({"rollout/samples": wandb.Table(columns=columns, data=rows[:SAMPLE_ROWS])}, step=global_steps)
+
+
+def _as_list(column) -> list:
+    """A TransferQueue column as a list (verl itself calls .tolist() on these)."""
+    return column.tolist() if hasattr(column, "tolist") else list(column)
 
 
 TRAINER_REGISTRY["sync"] = TerminalTrainer
