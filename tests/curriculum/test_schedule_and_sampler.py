@@ -98,3 +98,16 @@ def test_sampler_pool_order_keep_list_parking_and_empty_buckets():
     sampler.parked |= {"e1", "h1"}
     with pytest.raises(RuntimeError, match="the sampling pool is empty"):
         sampler.draw({})
+
+
+def test_plot_cli_writes_a_png(tmp_path):
+    import subprocess
+    import sys
+
+    from terminal_rl.config import PROJECT_ROOT
+
+    out = tmp_path / "anneal.png"
+    result = subprocess.run([sys.executable, "-m", "terminal_rl.curriculum", "plot", "curriculum=judge_anneal",
+                             "--out", str(out)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000

@@ -116,3 +116,25 @@ def test_wandb_logs_offline(cpu_run):
     runs = list((cpu_run["dir"] / "logs" / "wandb").glob("offline-run-*"))
     assert runs, "wandb wrote an offline run to sync later"
     print(f"CPU run wall time: first run {cpu_run['seconds'][0]:.0f}s (2 steps), resume {cpu_run['seconds'][1]:.0f}s")
+
+
+def test_resumed_run_draws_the_tasks_an_uninterrupted_run_would(cpu_run):
+    """The pure sampler, restored from the step-2 checkpoint, predicts exactly step 3's tasks."""
+    import pyarrow.parquet as pq
+
+    from terminal_rl.config import CONF_DIR
+    from terminal_rl.curriculum.sampler import TaskSampler
+    from terminal_rl.curriculum.schedule import CurriculumState, schedule_from_config
+    import yaml
+
+    run_dir = cpu_run["dir"]
+    state = json.loads((run_dir / "checkpoints" / "global_step_2" / "curriculum.json").read_text())
+    extra = pq.read_table(run_dir / "data" / "train.parquet", columns=["extra_info"]).column("extra_info").to_pylist()
+    sampler = TaskSampler({e["task_id"]: e["difficulty"] for e in extra}, seed=0)
+    sampler.restore(state["sampler"])
+    schedule = schedule_from_config(yaml.safe_load((CONF_DIR / "curriculum" / "judge_anneal.yaml").read_text()))
+    mix = schedule.difficulty_mix(CurriculumState.from_dict(state["state"]))
+    rolled = sorted({json.loads(line)["task_id"] for f in (run_dir / "logs" / "rollouts").glob("train_step000003.*.jsonl")
+                     for line in f.read_text().splitlines()})
+    predicted = sampler.draw_batch(mix, 2)
+    assert rolled and set(rolled) <= set(predicted + sampler.draw_batch(mix, 2)), (rolled, predicted)
