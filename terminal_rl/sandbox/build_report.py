@@ -20,17 +20,23 @@ from pathlib import Path
 from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.tasks.model import Task
 
+# Matched against the log with ANSI codes and all whitespace removed: Docker's streamed log splits
+# words across chunks ("Could not resolv" | "e host").
 _REASONS = (
-    ("base image not present locally", re.compile(r"pull access denied|manifest unknown|repository does not exist|"
-                                                 r"no such host|failed to resolve|lookup .* on", re.I)),
+    ("invalid Dockerfile", re.compile(r"dockerfileparseerror", re.I)),
+    ("base image not present locally", re.compile(r"pullaccessdenied|manifestunknown|repositorydoesnotexist|"
+                                                 r"gethttps://registry|dialtcp:lookupregistry", re.I)),
+    ("the bootstrapped Debian base differs from the task's image", re.compile(
+        r"user'ubuntu'doesnotexist|failedtocreatesymboliclink'/usr/bin/python'", re.I)),
     ("downloads from a website this machine cannot reach", re.compile(
-        r"Could not resolve host|Failed to connect|Connection refused|Temporary failure resolving|"
-        r"Name or service not known|unable to access 'https?://|wget: unable|curl: \(\d+\)", re.I)),
+        r"couldnotresolvehost|failedtoconnect|connectionrefused|temporaryfailureresolving|nameorservicenotknown|"
+        r"unabletoaccess'https?://|wget:unable|curl:\(\d+\)|npm:notfound|rbenv:notfound", re.I)),
     ("package not available for the base image", re.compile(
-        r"Unable to locate package|has no installation candidate|No matching distribution found|"
-        r"Could not find a version that satisfies", re.I)),
-    ("build timed out", re.compile(r"timed out|ReadTimeout", re.I)),
+        r"unabletolocatepackage|hasnoinstallationcandidate|nomatchingdistributionfound|"
+        r"couldnotfindaversionthatsatisfies", re.I)),
+    ("build timed out", re.compile(r"timedout|readtimeout", re.I)),
 )
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|\[\d+m")
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,7 @@ class BuildOutcome:
 
 
 def classify(reason: str, log_tail: str) -> str:
-    text = f"{reason}\n{log_tail}"
+    text = re.sub(r"\s+", "", _ANSI.sub("", f"{reason}\n{log_tail}"))
     return next((label for label, pattern in _REASONS if pattern.search(text)), "other")
 
 

@@ -28,6 +28,7 @@ from docker.errors import APIError, BuildError, ImageNotFound
 from terminal_rl.config import project_path
 from terminal_rl.sandbox.config import BuildConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker
+from terminal_rl.sandbox.output import sanitize
 from terminal_rl.tasks.model import Task
 
 TASK_LABEL = "terminal_rl.task_id"
@@ -160,7 +161,7 @@ class TaskImages:
             return True
 
     def _build(self, task: Task, inputs: BuildInputs, tag: str) -> None:
-        log: list[str] = []
+        streamed: list[str] = []
         try:
             stream = self._docker.api.build(
                 fileobj=io.BytesIO(inputs.tarball()), custom_context=True, tag=tag, rm=True, forcerm=True,
@@ -173,18 +174,20 @@ class TaskImages:
             # Drain the whole stream even after an error: the daemon removes the failed step's
             # container (forcerm) only when the build ends normally, not when we hang up.
             for chunk in stream:
-                if "stream" in chunk:
-                    log.extend(chunk["stream"].splitlines())
+                streamed.append(chunk.get("stream", ""))
                 error_message = error_message or chunk.get("error", "")
             if error_message:
-                raise BuildError(error_message, log)
+                raise BuildError(error_message, streamed)
         except (BuildError, APIError) as error:
             reason = getattr(error, "msg", None) or getattr(error, "explanation", None) or str(error)
-            tail = "\n".join(log[-self._config.log_tail_lines:])
-            raise ImageBuildError(task.id, str(reason).strip(), tail) from error
+            raise ImageBuildError(task.id, str(reason).strip(), self._tail(streamed)) from error
         except Exception as error:  # a timeout or a broken connection mid-build
-            tail = "\n".join(log[-self._config.log_tail_lines:])
-            raise ImageBuildError(task.id, f"{type(error).__name__}: {error}", tail) from error
+            raise ImageBuildError(task.id, f"{type(error).__name__}: {error}", self._tail(streamed)) from error
+
+    def _tail(self, streamed: list[str]) -> str:
+        """The last lines of the build log: chunks joined first (Docker splits lines across them)."""
+        lines = sanitize("".join(streamed).encode()).splitlines()
+        return "\n".join(lines[-self._config.log_tail_lines:])
 
 
 def _with_build_settings(dockerfile: str, inject_ca: bool, build_args: list[str]) -> str:
