@@ -20,8 +20,7 @@ from tests.judge.conftest import verdict
 
 pytestmark = [pytest.mark.verl, pytest.mark.docker]
 
-RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "trainer.save_freq=1", "trainer.test_freq=2", "run.id=ci",
-       "curriculum=judge_anneal", "data_filter=online_variance", "judge.model=openai/test-judge", "judge.api_key_env="]
+RUN = ["experiment=cpu_smoke", "run.id=ci", "judge.model=openai/test-judge", "judge.api_key_env="]
 
 
 def train(root, *overrides, timeout=1500):
