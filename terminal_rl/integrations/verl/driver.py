@@ -75,7 +75,7 @@ def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
         return
     address = os.environ.get("RAY_ADDRESS")
     if address:  # a cluster started outside (Slurm bootstrap): its resources are the allocation's
-        ray.init(address=address, runtime_env={"env_vars": env})
+        ray.init(address=address, _node_ip_address=os.environ.get("TERMINAL_RL_NODE_IP"), runtime_env={"env_vars": env})
         return
     ray.init(num_cpus=cfg.hardware.ray_num_cpus, num_gpus=cfg.hardware.ray_num_gpus, include_dashboard=False,
              _node_ip_address="127.0.0.1", runtime_env={"env_vars": env})

@@ -1,0 +1,233 @@
+"""``launcher=slurm``: submit a training run to Slurm with submitit, and run it there.
+
+Submission (the login node): one Slurm task per node, resources from the ``hardware`` preset, the
+config resolved here (one run id for every node). It prints the job id and where the logs go.
+
+In the job (every node): rank 0 starts the Ray head, the others join it (address from the Slurm node
+list, CPU and GPU counts from the allocation; ``hardware=cpu`` brings its own fake GPUs); every node
+runs its node checks first; once all nodes are in, rank 0 runs the trainer and the others wait for it.
+Whatever happens, every node removes this run's sandbox containers on the way out (a rootful Docker
+daemon keeps containers outside the job's cgroup). Preemption and time limits requeue the job, which
+resumes from its last checkpoint, up to ``max_restarts`` times.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import submitit
+from omegaconf import DictConfig, OmegaConf
+
+from terminal_rl.config import to_dataclass
+from terminal_rl.run_context import RunContext
+
+DONE_FILE = "trainer.done"
+
+
+@dataclass(frozen=True)
+class SlurmLauncherConfig:
+    kind: str
+    partition: str | None
+    account: str | None
+    qos: str | None
+    constraint: str | None
+    time_min: int
+    max_restarts: int
+    ray_port: int
+    join_timeout_sec: float
+    preflight_only: bool
+    additional: dict
+
+
+def submit(cfg: DictConfig) -> submitit.Job:
+    """Submit ``cfg`` (resolved here) as one Slurm job; returns the submitit job."""
+    OmegaConf.resolve(cfg)
+    launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
+    run = RunContext.from_config(cfg.run)
+    folder = run.log_dir / "slurm"
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    hardware = cfg.hardware
+    parameters = dict(nodes=hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
+                      mem_gb=hardware.memory_gb_per_node, timeout_min=launcher.time_min, name=f"trl-{run.run_id}",
+                      slurm_signal_delay_s=120)
+    if hardware.device == "cuda":
+        parameters["gpus_per_node"] = hardware.gpus_per_node
+    for key in ("partition", "account", "qos", "constraint"):
+        if getattr(launcher, key):
+            parameters[f"slurm_{key}"] = getattr(launcher, key)
+    if launcher.additional:
+        parameters["slurm_additional_parameters"] = dict(launcher.additional)
+    executor.update_parameters(**parameters)
+    job = executor.submit(SlurmRun(OmegaConf.to_container(cfg), restarts=0))
+    print(f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
+          f"  logs: {job.paths.stdout} (and .err), one per node: {folder}/{job.job_id}_<rank>_log.out\n"
+          f"  run directory: {run.shared_dir}")
+    return job
+
+
+class SlurmRun(submitit.helpers.Checkpointable):
+    """The job body, run once per node (one Slurm task per node)."""
+
+    def __init__(self, config: dict, restarts: int = 0):
+        self.config = config
+        self.restarts = restarts
+
+    def __call__(self) -> str:
+        cfg = OmegaConf.create(self.config)
+        env = submitit.JobEnvironment()
+        # Ray's token authentication for the job's cluster: `ray start` and every driver and worker
+        # use the token in ~/.ray/auth_token (a shared home on most clusters).
+        os.environ["RAY_AUTH_MODE"] = "token"
+        run = RunContext.from_config(cfg.run)
+        launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
+        _remove_sandboxes_on_exit(cfg, run)
+        try:
+            problems = node_checks(cfg)
+            if problems:
+                raise RuntimeError(f"node {socket.gethostname()} (rank {env.global_rank}) failed preflight: {problems}")
+            if launcher.preflight_only:
+                return "preflight ok"
+            return self._head(cfg, env, run, launcher) if env.global_rank == 0 else self._worker(cfg, env, run, launcher)
+        finally:
+            janitor(cfg, run)
+
+    def checkpoint(self, *args, **kwargs):
+        """Called by submitit on preemption or timeout: requeue (the trainer resumes from its last
+        checkpoint) unless the run has used up its restarts."""
+        launcher = to_dataclass(OmegaConf.create(self.config).launcher, SlurmLauncherConfig)
+        if self.restarts >= launcher.max_restarts:
+            return None
+        return submitit.helpers.DelayedSubmission(SlurmRun(self.config, self.restarts + 1))
+
+    def _head(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
+        from terminal_rl.integrations.verl.driver import train
+
+        address = f"{head_address(env)}:{ray_port(launcher, env)}"
+        # Drivers on this node must present this node's Slurm address to Ray, not a guessed one.
+        os.environ["TERMINAL_RL_NODE_IP"] = head_address(env)
+        done = run.log_dir / "slurm" / f"{env.job_id}.{DONE_FILE}"
+        done.unlink(missing_ok=True)
+        ray_start(cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"])
+        try:
+            wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec)
+            os.environ["RAY_ADDRESS"] = address
+            train(cfg)
+        finally:
+            done.write_text("done")
+            ray_stop()
+        return f"trained on {env.num_nodes} node(s)"
+
+    def _worker(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
+        address = f"{head_address(env)}:{ray_port(launcher, env)}"
+        done = run.log_dir / "slurm" / f"{env.job_id}.{DONE_FILE}"
+        deadline = time.monotonic() + launcher.join_timeout_sec
+        while True:  # the head may still be starting
+            if ray_start(cfg, env, [f"--address={address}"], check=False) == 0:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"could not join the Ray head at {address}")
+            time.sleep(3)
+        try:
+            while not done.exists():
+                time.sleep(2)
+        finally:
+            ray_stop()
+        return "worker done"
+
+
+def node_checks(cfg: DictConfig) -> list[str]:
+    """What every node needs before step 1: a container engine and the base images."""
+    from terminal_rl.training.preflight import check_docker
+
+    return check_docker(cfg)
+
+
+def head_address(env) -> str:
+    return node_address(env.hostnames[0])
+
+
+def node_address(name: str) -> str:
+    """A node's IP address as Slurm knows it (NodeAddr), which need not be a resolvable host name."""
+    shown = subprocess.run(["scontrol", "show", "node", name, "-o"], capture_output=True, text=True).stdout
+    fields = dict(f.split("=", 1) for f in shown.split() if "=" in f)
+    return socket.gethostbyname(fields.get("NodeAddr", name))
+
+
+def ray_port(launcher: SlurmLauncherConfig, env) -> int:
+    return launcher.ray_port + int(str(env.job_id).split("_")[0]) % 1000
+
+
+def ray_start(cfg: DictConfig, env, extra: list[str], check: bool = True) -> int:
+    """``ray start`` for this node: resources from the allocation (or the cpu preset's fake GPUs),
+    ports and temp dir of its own (several Ray nodes may share a host)."""
+    cpus = int(os.environ.get("SLURM_CPUS_ON_NODE", cfg.hardware.cpus_per_node))
+    gpus = cfg.hardware.ray_num_gpus if cfg.hardware.device == "cpu" else len(
+        [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
+    if cfg.hardware.device == "cpu":
+        cpus = cfg.hardware.ray_num_cpus
+    offset = 100 * env.global_rank + int(str(env.job_id).split("_")[0]) % 50 * 1000
+    command = [str(Path(sys.executable).with_name("ray")), "start", *extra, f"--num-cpus={cpus}", f"--num-gpus={gpus}",
+               f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}", "--include-dashboard=false",
+               f"--node-manager-port={20000 + offset}", f"--object-manager-port={20001 + offset}",
+               f"--dashboard-agent-listen-port={20002 + offset}", f"--dashboard-agent-grpc-port={20003 + offset}",
+               f"--runtime-env-agent-port={20004 + offset}", f"--metrics-export-port={20005 + offset}",
+               f"--min-worker-port={20010 + offset}", f"--max-worker-port={20099 + offset}"]
+    if "--head" not in extra:
+        command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
+    result = subprocess.run(command, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"ray start failed on rank {env.global_rank}: {result.stderr[-2000:]}")
+    return result.returncode
+
+
+def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
+    import ray
+
+    ray.init(address=address, _node_ip_address=os.environ["TERMINAL_RL_NODE_IP"])
+    deadline = time.monotonic() + timeout_sec
+    try:
+        while len([n for n in ray.nodes() if n["Alive"]]) < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {len(ray.nodes())} of {count} nodes joined the Ray cluster")
+            time.sleep(2)
+    finally:
+        ray.shutdown()
+
+
+def ray_stop() -> None:
+    subprocess.run([str(Path(sys.executable).with_name("ray")), "stop", "--force"], capture_output=True)
+
+
+def janitor(cfg: DictConfig, run: RunContext) -> None:
+    """Remove this run's sandbox containers on this node (they live outside the job's cgroup)."""
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.janitor import sweep
+    from terminal_rl.sandbox.owner import Owner
+
+    try:
+        sandbox = SandboxConfig.from_node(cfg.sandbox)
+        sweep(docker_client(sandbox.docker_host), Owner.current(), ttl_sec=0, run_id=run.run_id)
+    except Exception as error:  # never mask the job's own outcome
+        print(f"janitor on {socket.gethostname()} failed: {error}", file=sys.stderr)
+
+
+def _remove_sandboxes_on_exit(cfg: DictConfig, run: RunContext) -> None:
+    """scancel sends SIGTERM before SIGKILL: sweep this run's containers before dying."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum, frame):
+        janitor(cfg, run)
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            raise SystemExit(143)
+
+    signal.signal(signal.SIGTERM, handler)
