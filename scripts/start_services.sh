@@ -3,7 +3,8 @@
 #  1. a Docker daemon (Debian's docker.io, started in the background when none answers);
 #  2. Podman's Docker-compatible API service (the rootless-cluster path; the core sandbox tests run
 #     against both engines);
-#  3. the offline base images the task Dockerfiles build FROM, in both engines.
+#  3. the offline base images the task Dockerfiles build FROM, in both engines;
+#  4. a two-node Slurm cluster on this machine (scripts/start_slurm.sh) for the launcher tests.
 # Usage: scripts/start_services.sh PYTHON
 set -euo pipefail
 PYTHON=${1:?usage: start_services.sh PYTHON}
@@ -44,3 +45,4 @@ if ! answers "unix://$PODMAN_SOCKET"; then
   answers "unix://$PODMAN_SOCKET" || { tail -20 "$LOG_DIR/podman.log" >&2; echo "podman did not start" >&2; exit 1; }
 fi
 "$PYTHON" -m terminal_rl.sandbox images bootstrap sandbox=podman
+"$(dirname "$0")/start_slurm.sh" >/dev/null

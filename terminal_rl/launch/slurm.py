@@ -13,6 +13,7 @@ resumes from its last checkpoint, up to ``max_restarts`` times.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -114,14 +115,14 @@ class SlurmRun(submitit.helpers.Checkpointable):
         os.environ["TERMINAL_RL_NODE_IP"] = head_address(env)
         done = run.log_dir / "slurm" / f"{env.job_id}.{DONE_FILE}"
         done.unlink(missing_ok=True)
-        ray_start(cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"])
+        ray = ray_node(cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"])
         try:
             wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec)
             os.environ["RAY_ADDRESS"] = address
             train(cfg)
         finally:
             done.write_text("done")
-            ray_stop()
+            stop(ray)
         return f"trained on {env.num_nodes} node(s)"
 
     def _worker(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
@@ -129,16 +130,17 @@ class SlurmRun(submitit.helpers.Checkpointable):
         done = run.log_dir / "slurm" / f"{env.job_id}.{DONE_FILE}"
         deadline = time.monotonic() + launcher.join_timeout_sec
         while True:  # the head may still be starting
-            if ray_start(cfg, env, [f"--address={address}"], check=False) == 0:
+            ray = ray_node(cfg, env, [f"--address={address}"])
+            time.sleep(5)
+            if ray.poll() is None:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"could not join the Ray head at {address}")
-            time.sleep(3)
         try:
-            while not done.exists():
+            while not done.exists() and ray.poll() is None:
                 time.sleep(2)
         finally:
-            ray_stop()
+            stop(ray)
         return "worker done"
 
 
@@ -164,34 +166,49 @@ def ray_port(launcher: SlurmLauncherConfig, env) -> int:
     return launcher.ray_port + int(str(env.job_id).split("_")[0]) % 1000
 
 
-def ray_start(cfg: DictConfig, env, extra: list[str], check: bool = True) -> int:
-    """``ray start`` for this node: resources from the allocation (or the cpu preset's fake GPUs),
-    ports and temp dir of its own (several Ray nodes may share a host)."""
+def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
+    """Start this node's Ray processes (``ray start --block``, in a process group of their own so
+    stopping them never touches other jobs' Ray on the same host). Resources come from the
+    allocation (or the cpu preset's fake GPUs); ports and temp dir are this job's and rank's own."""
     cpus = int(os.environ.get("SLURM_CPUS_ON_NODE", cfg.hardware.cpus_per_node))
-    gpus = cfg.hardware.ray_num_gpus if cfg.hardware.device == "cpu" else len(
-        [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
+    gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
     if cfg.hardware.device == "cpu":
-        cpus = cfg.hardware.ray_num_cpus
+        cpus, gpus = cfg.hardware.ray_num_cpus, cfg.hardware.ray_num_gpus
     offset = 100 * env.global_rank + int(str(env.job_id).split("_")[0]) % 50 * 1000
-    command = [str(Path(sys.executable).with_name("ray")), "start", *extra, f"--num-cpus={cpus}", f"--num-gpus={gpus}",
-               f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}", "--include-dashboard=false",
+    command = [str(Path(sys.executable).with_name("ray")), "start", "--block", *extra, f"--num-cpus={cpus}",
+               f"--num-gpus={gpus}", f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}", "--include-dashboard=false",
                f"--node-manager-port={20000 + offset}", f"--object-manager-port={20001 + offset}",
                f"--dashboard-agent-listen-port={20002 + offset}", f"--dashboard-agent-grpc-port={20003 + offset}",
                f"--runtime-env-agent-port={20004 + offset}", f"--metrics-export-port={20005 + offset}",
                f"--min-worker-port={20010 + offset}", f"--max-worker-port={20099 + offset}"]
     if "--head" not in extra:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
-    result = subprocess.run(command, capture_output=True, text=True)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"ray start failed on rank {env.global_rank}: {result.stderr[-2000:]}")
-    return result.returncode
+    return subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(ray: subprocess.Popen) -> None:
+    """Stop this node's Ray (SIGTERM to its process group: `ray start --block` shuts its processes down)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(ray.pid, signal.SIGTERM)
+    try:
+        ray.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(ray.pid, signal.SIGKILL)
 
 
 def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
     import ray
 
-    ray.init(address=address, _node_ip_address=os.environ["TERMINAL_RL_NODE_IP"])
     deadline = time.monotonic() + timeout_sec
+    while True:  # the head's GCS may not answer yet
+        try:
+            ray.init(address=address, _node_ip_address=os.environ["TERMINAL_RL_NODE_IP"])
+            break
+        except ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
     try:
         while len([n for n in ray.nodes() if n["Alive"]]) < count:
             if time.monotonic() > deadline:
@@ -199,10 +216,6 @@ def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
             time.sleep(2)
     finally:
         ray.shutdown()
-
-
-def ray_stop() -> None:
-    subprocess.run([str(Path(sys.executable).with_name("ray")), "stop", "--force"], capture_output=True)
 
 
 def janitor(cfg: DictConfig, run: RunContext) -> None:
