@@ -30,6 +30,8 @@ from terminal_rl.config import to_dataclass
 from terminal_rl.run_context import RunContext
 
 DONE_FILE = "trainer.done"
+# This node's `ray start --block` process, stopped before the janitor runs on SIGTERM.
+_NODE_RAY: subprocess.Popen | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         return submitit.helpers.DelayedSubmission(SlurmRun(self.config, self.restarts + 1))
 
     def _head(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
-        from terminal_rl.integrations.verl.driver import train
+        from terminal_rl.integrations.verl.driver import apply_environment, run_environment, start_ray, train
 
         address = f"{head_address(env)}:{ray_port(launcher, env)}"
         # Drivers on this node must present this node's Slurm address to Ray, not a guessed one.
@@ -119,6 +121,10 @@ class SlurmRun(submitit.helpers.Checkpointable):
         try:
             wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec)
             os.environ["RAY_ADDRESS"] = address
+            variables = run_environment(cfg)
+            apply_environment(variables)
+            start_ray(cfg, variables)
+            _remove_sandboxes_on_exit(cfg, run)  # again: ray.init installed its own SIGTERM handler
             train(cfg)
         finally:
             done.write_text("done")
@@ -167,6 +173,7 @@ def ray_port(launcher: SlurmLauncherConfig, env) -> int:
 
 
 def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
+    global _NODE_RAY
     """Start this node's Ray processes (``ray start --block``, in a process group of their own so
     stopping them never touches other jobs' Ray on the same host). Resources come from the
     allocation (or the cpu preset's fake GPUs); ports and temp dir are this job's and rank's own."""
@@ -183,15 +190,16 @@ def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
                f"--min-worker-port={20010 + offset}", f"--max-worker-port={20099 + offset}"]
     if "--head" not in extra:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
-    return subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _NODE_RAY = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return _NODE_RAY
 
 
-def stop(ray: subprocess.Popen) -> None:
+def stop(ray: subprocess.Popen, timeout_sec: float = 60) -> None:
     """Stop this node's Ray (SIGTERM to its process group: `ray start --block` shuts its processes down)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(ray.pid, signal.SIGTERM)
     try:
-        ray.wait(timeout=60)
+        ray.wait(timeout=timeout_sec)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(ray.pid, signal.SIGKILL)
@@ -233,10 +241,13 @@ def janitor(cfg: DictConfig, run: RunContext) -> None:
 
 
 def _remove_sandboxes_on_exit(cfg: DictConfig, run: RunContext) -> None:
-    """scancel sends SIGTERM before SIGKILL: sweep this run's containers before dying."""
+    """scancel sends SIGTERM before SIGKILL: stop this node's Ray first (its rollout workers would go
+    on starting sandboxes), then sweep this run's containers, then die."""
     previous = signal.getsignal(signal.SIGTERM)
 
     def handler(signum, frame):
+        if _NODE_RAY is not None:
+            stop(_NODE_RAY, timeout_sec=5)  # within Slurm's KillWait before SIGKILL
         janitor(cfg, run)
         if callable(previous):
             previous(signum, frame)

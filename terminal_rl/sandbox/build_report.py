@@ -94,3 +94,17 @@ def write_report(outcomes: list[BuildOutcome], total: int, path: Path) -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    path.with_suffix(".md").write_text(markdown(summary), encoding="utf-8")
+
+
+def markdown(summary: dict) -> str:
+    """The report as a readable page: counts, then every failed task with its category and reason."""
+    lines = [f"# Task image builds: {summary['built']} of {summary['attempted']} built "
+             f"({summary['tasks']} tasks in the set)", "", "| category | tasks |", "| --- | --- |"]
+    lines += [f"| {category} | {n} |" for category, n in summary["failed_by_category"].items()]
+    lines += ["", "| task | category | reason |", "| --- | --- | --- |"]
+    for outcome in summary["outcomes"]:
+        if not outcome["ok"]:
+            reason = re.sub(r"\s+", " ", outcome["reason"])[:160].replace("|", "/")
+            lines.append(f"| {outcome['task_id']} | {outcome['category']} | {reason} |")
+    return "\n".join(lines) + "\n"
