@@ -100,6 +100,8 @@ def test_requeued_job_resumes_from_its_checkpoint(tmp_path):
         time.sleep(2)
     time.sleep(5)
     subprocess.run(["scontrol", "requeue", str(job)], check=True)
+    time.sleep(2)  # Slurm holds a requeued job back a while (BeginTime); release it now
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], capture_output=True)
     wait(job, timeout=900)
     text = finished(tmp_path / "sl-requeue" / "logs", job)
     assert "Job completed successfully" in text
