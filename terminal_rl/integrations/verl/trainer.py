@@ -58,13 +58,13 @@ class TerminalTrainer(PPOTrainerSync):
         curriculum.record_step([(row["task_id"], int(row.get("curriculum_stage", 0)), info.get("acc", 0.0))
                                 for row, info in zip(extra_info, infos) if not info.get("masked")])
         metrics.update(curriculum.metrics())
+        # verl saves a step's checkpoint before computing its metrics: the curriculum state that
+        # includes this step is written into that checkpoint now.
+        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{global_steps}"
+        if folder.is_dir():
+            curriculum.save(folder)
         metrics.update(self._service_metrics())
         self._log_samples(global_steps)
-
-    def _save_checkpoint(self):
-        super()._save_checkpoint()
-        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
-        run_curriculum(self.config.data).save(folder)
 
     def _load_checkpoint(self):
         super()._load_checkpoint()
