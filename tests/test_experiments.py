@@ -1,6 +1,5 @@
 """Every experiment config composes and has its record, and every record has a config."""
 
-from pathlib import Path
 
 import pytest
 

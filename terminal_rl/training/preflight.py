@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from omegaconf import DictConfig
 
-from terminal_rl.config import CONF_DIR, project_path
+from terminal_rl.config import CONF_DIR
 from terminal_rl.training.memory import estimate
 
 Check = Callable[[DictConfig], list[str]]

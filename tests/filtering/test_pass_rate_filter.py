@@ -11,7 +11,7 @@ from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.filtering.pass_rate import decide
 from tests.agent.test_episodes import PARSER
 
-SOLVE = [f"<write_file>\nfile_path: /app/parser.py\ncontent: |\n" + "".join(f"  {l}\n" for l in PARSER.splitlines())
+SOLVE = ["<write_file>\nfile_path: /app/parser.py\ncontent: |\n" + "".join(f"  {l}\n" for l in PARSER.splitlines())
          + "</write_file>\n<finish>\nmessage: done\n</finish>"]
 GIVE_UP = ["<finish>\nmessage: no idea\n</finish>"]
 

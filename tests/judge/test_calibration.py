@@ -49,7 +49,7 @@ def test_calibrate_and_report(tmp_path):
                           calibration_dir)
         second = judge_cli("calibrate", "--model", "openai/lenient", "--base-url", lenient.base_url, "--attempts", "2",
                            calibration_dir)
-        rerun = judge_cli("calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2",
+        judge_cli("calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2",
                           calibration_dir)
         calls = len(strict.requests)
     assert first.returncode == 0, first.stderr[-2000:]

@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from terminal_rl.tasks.model import Difficulty, Environment, Limits, Task, VerifierKind
+from terminal_rl.tasks.model import Difficulty, Environment, Task, VerifierKind
 from terminal_rl.tasks.pytest_source import collect_test_names, effective_weights
 from terminal_rl.tasks.validation import task_problems
 

@@ -11,15 +11,13 @@ one sandbox factory, one tokenizer wrapper and one group barrier.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import os
 import uuid
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
 from terminal_rl.agent.episode import INFRASTRUCTURE_ERRORS, Episode, EpisodeLimits
@@ -28,6 +26,7 @@ from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.tokens import ChatTokenizer, TokenConversation
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.config import to_dataclass
+from terminal_rl.curriculum.schedule import schedule_from_config
 from terminal_rl.filtering.variance import filter_signal, group_variances
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, reward_mix_for
 from terminal_rl.run_context import RunContext
@@ -50,6 +49,7 @@ class _WorkerState:
         self.factory = SandboxFactory(SandboxConfig.from_node(cfg.sandbox), self.run)
         self.chat = ChatTokenizer(tokenizer, bool(cfg.data.get("apply_chat_template_kwargs", {}).get("enable_thinking", True)))
         self.protocol = make_protocol(cfg.agent.protocol)
+        self.schedule = schedule_from_config(cfg.curriculum)
         agent = {k: v for k, v in cfg.agent.items() if k not in ("protocol", "loop_name")}
         self.limits = to_dataclass(agent, EpisodeLimits)
         self.barrier = GroupBarrier(self._score)
@@ -100,7 +100,7 @@ class TerminalAgentLoop(AgentLoopBase):
         uid, session = str(kwargs.get("uid", uuid.uuid4().hex)), int(kwargs.get("session_id", 0))
         task = TaskStore(Path(extra_info["task_store"])).get(TaskRef(extra_info["task_id"], extra_info["content_hash"]))
         stage = int(extra_info.get("curriculum_stage", 0))
-        mix = reward_mix_for(self.config, task, stage, validating)
+        mix = reward_mix_for(state.schedule, self.config, task, stage, validating)
 
         conversation, logprobs, extra_fields = None, [], {}
         trajectory = Trajectory(task.id, task.content_hash, state.protocol.prompt_id, LOOP_NAME)

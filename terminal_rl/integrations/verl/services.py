@@ -3,12 +3,10 @@ driver) and the reward weights in force for a sample (from the curriculum state,
 
 from __future__ import annotations
 
-import functools
-
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from terminal_rl.agent.trajectory import Trajectory
-from terminal_rl.curriculum.schedule import Schedule, schedule_from_config
+from terminal_rl.curriculum.schedule import Schedule
 from terminal_rl.judge.ray_actor import judge_actor
 from terminal_rl.judge.render import describe_environment, render_trajectory
 from terminal_rl.judge.service import JudgeRequest
@@ -17,22 +15,13 @@ from terminal_rl.tasks.model import Task
 from terminal_rl.training.group_scoring import JudgeGroup
 
 
-def reward_mix_for(cfg: DictConfig, task: Task, stage: int, validating: bool) -> RewardMix:
+def reward_mix_for(schedule: Schedule, cfg: DictConfig, task: Task, stage: int, validating: bool) -> RewardMix:
     """The reward weights a sample is scored with: the schedule's for (the stage it was drawn in, its
     task's difficulty), or the run's fixed mix; validation scores tests only (it reports test scores)."""
     if validating:
         return RewardMix({"tests": 1.0})
-    weights = _schedule(cfg).reward_weights(stage, task.difficulty.value, dict(cfg.reward_mix.weights))
+    weights = schedule.reward_weights(stage, task.difficulty.value, dict(cfg.reward_mix.weights))
     return RewardMix(weights, cfg.reward_mix.missing)
-
-
-@functools.lru_cache(maxsize=1)
-def _schedule_from(curriculum_yaml: str) -> Schedule:
-    return schedule_from_config(OmegaConf.create(curriculum_yaml))
-
-
-def _schedule(cfg: DictConfig) -> Schedule:
-    return _schedule_from(OmegaConf.to_yaml(cfg.curriculum, resolve=True))
 
 
 def judge_group_via_actor(cfg: DictConfig, run_id: str) -> JudgeGroup:
