@@ -43,7 +43,10 @@ def test_container_is_locked_down(in_sandbox, sandbox_config):
 def test_fork_bomb_hits_the_pids_limit_and_is_killed(in_sandbox):
     async def bomb(sandbox):
         result = await sandbox.run("bomb() { bomb | bomb & }; bomb; sleep 60", timeout=3)
-        counters = await sandbox.run("cd /sys/fs/cgroup/pids && cat pids.max pids.current pids.events", timeout=10)
+        # pids.current drops only as the killed processes are reaped: wait up to 5 s for it to settle.
+        counters = await sandbox.run(
+            "cd /sys/fs/cgroup/pids && for _ in $(seq 50); do [ $(cat pids.current) -lt 20 ] && break; sleep 0.1; done;"
+            " cat pids.max pids.current pids.events", timeout=10)
         after = await sandbox.run("echo usable", timeout=10)
         return result, counters, after
 
