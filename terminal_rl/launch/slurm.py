@@ -139,9 +139,10 @@ class SlurmRun(submitit.helpers.Checkpointable):
             ray = ray_node(cfg, env, [f"--address={address}"])
             time.sleep(5)
             if ray.poll() is None:
+                print(f"node rank {env.global_rank} joined the Ray head at {address}", flush=True)
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"could not join the Ray head at {address}")
+                raise RuntimeError(f"could not join the Ray head at {address}: see {ray_log(cfg, env)}")
         try:
             while not done.exists() and ray.poll() is None:
                 time.sleep(2)
@@ -173,25 +174,33 @@ def ray_port(launcher: SlurmLauncherConfig, env) -> int:
 
 
 def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
-    global _NODE_RAY
     """Start this node's Ray processes (``ray start --block``, in a process group of their own so
     stopping them never touches other jobs' Ray on the same host). Resources come from the
     allocation (or the cpu preset's fake GPUs); ports and temp dir are this job's and rank's own."""
+    global _NODE_RAY
     cpus = int(os.environ.get("SLURM_CPUS_ON_NODE", cfg.hardware.cpus_per_node))
     gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
     if cfg.hardware.device == "cpu":
         cpus, gpus = cfg.hardware.ray_num_cpus, cfg.hardware.ray_num_gpus
     offset = 100 * env.global_rank + int(str(env.job_id).split("_")[0]) % 50 * 1000
     command = [str(Path(sys.executable).with_name("ray")), "start", "--block", *extra, f"--num-cpus={cpus}",
-               f"--num-gpus={gpus}", f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}", "--include-dashboard=false",
+               f"--num-gpus={gpus}", f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}",
                f"--node-manager-port={20000 + offset}", f"--object-manager-port={20001 + offset}",
                f"--dashboard-agent-listen-port={20002 + offset}", f"--dashboard-agent-grpc-port={20003 + offset}",
                f"--runtime-env-agent-port={20004 + offset}", f"--metrics-export-port={20005 + offset}",
                f"--min-worker-port={20010 + offset}", f"--max-worker-port={20099 + offset}"]
-    if "--head" not in extra:
+    if "--head" in extra:
+        command.append("--include-dashboard=false")
+    else:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
-    _NODE_RAY = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with ray_log(cfg, env).open("a") as log:
+        _NODE_RAY = subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
     return _NODE_RAY
+
+
+def ray_log(cfg: DictConfig, env) -> Path:
+    """Where this node's ``ray start`` writes (beside submitit's logs)."""
+    return RunContext.from_config(cfg.run).log_dir / "slurm" / f"{env.job_id}_{env.global_rank}_ray.log"
 
 
 def stop(ray: subprocess.Popen, timeout_sec: float = 60) -> None:
@@ -218,10 +227,13 @@ def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
                 raise
             time.sleep(2)
     try:
-        while len([n for n in ray.nodes() if n["Alive"]]) < count:
+        while len(alive := [n for n in ray.nodes() if n["Alive"]]) < count:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"only {len(ray.nodes())} of {count} nodes joined the Ray cluster")
+                raise RuntimeError(f"only {len(alive)} of {count} nodes joined the Ray cluster")
             time.sleep(2)
+        print(f"Ray cluster has {len(alive)} nodes:", *(
+            f"{n['NodeID'][:12]} at {n['NodeManagerAddress']}:{n['NodeManagerPort']} with "
+            f"{n['Resources'].get('CPU', 0):g} CPUs, {n['Resources'].get('GPU', 0):g} GPUs" for n in alive), sep="\n  ")
     finally:
         ray.shutdown()
 

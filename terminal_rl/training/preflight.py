@@ -135,7 +135,8 @@ def check_judge_credentials(cfg: DictConfig) -> list[str]:
 def judge_can_weigh(cfg: DictConfig) -> bool:
     """Whether any stage of the run can give the judge a weight above 0."""
     weights = [cfg.reward_mix.weights.get("judge", 0.0)]
-    weights += [w for stage in cfg.curriculum.get("stages", []) for w in stage.get("judge_weights", {}).values()]
+    if cfg.curriculum.kind == "staged":  # only staged curricula set per-stage judge weights
+        weights += [w for stage in cfg.curriculum.stages for w in stage.get("judge_weights", {}).values()]
     return max(weights) > 0
 
 

@@ -57,23 +57,32 @@ def slurm_up():
     subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "start_slurm.sh")], check=True, capture_output=True)
 
 
-def test_cpu_training_job_runs_through_launcher_slurm(tmp_path):
-    [job], stdout = train(*CPU_RUN, "trainer.total_training_steps=1", "run.id=sl-train", f"run.output_root={tmp_path}")
-    log = tmp_path / "sl-train" / "logs" / "slurm" / f"{job}_0_log.out"
-    assert str(log) in stdout, "the CLI says where the logs go"
+def test_two_node_cpu_training_job_runs_through_launcher_slurm(tmp_path):
+    """One job, two Slurm nodes: rank 0 starts the Ray head, rank 1 joins, and the step trains on both."""
+    [job], stdout = train(*CPU_RUN, "hardware.nodes=2", "trainer.total_training_steps=1", "run.id=sl-train",
+                          f"run.output_root={tmp_path}")
+    logs = tmp_path / "sl-train" / "logs" / "slurm"
+    assert str(logs / f"{job}_0_log.out") in stdout, "the CLI says where the logs go"
     wait(job)
-    text = log.read_text()
-    assert "Job completed successfully" in text and "step:1 -" in text
-    assert (tmp_path / "sl-train" / "checkpoints").is_dir() or "step:1 -" in text
+    head, worker = ((logs / f"{job}_{rank}_log.out").read_text() for rank in (0, 1))
+    assert "Job completed successfully" in head and "Job completed successfully" in worker
+    nodes = re.search(r"Ray cluster has 2 nodes:\n  (\w+) at .*\n  (\w+) at ", head)
+    assert nodes and nodes[1] != nodes[2], "the head saw itself and the worker as two Ray nodes"
+    assert "step:1 -" in head and re.search(r"ray/actor_nodes:2\b", head), "the step's actor workers ran on both nodes"
+    assert "node rank 1 joined the Ray head" in worker
 
 
 def test_multirun_sweep_submits_one_job_per_point(tmp_path):
-    jobs, _ = train(*CPU_RUN, "launcher.preflight_only=true", "reward_mix=tests_only,format5_exec10_tests85",
-                    "run.id=sweep-${hydra:job.num}", f"run.output_root={tmp_path}", multirun=True)
-    assert len(jobs) == 2 and len(set(jobs)) == 2
+    """The curriculum comparison sweep (conf/sweep/), as preflight-only jobs to keep CI short."""
+    jobs, stdout = train(*CPU_RUN, "launcher.preflight_only=true", "sweep=curriculum_comparison", "judge.api_key_env=",
+                         f"run.output_root={tmp_path}", multirun=True)
+    assert len(jobs) == 3 and len(set(jobs)) == 3
+    for kind in ("none", "difficulty_linear", "judge_anneal"):
+        assert f"curriculum={kind}" in stdout
     for number, job in enumerate(jobs):
         wait(job, timeout=300)
-        assert "Job completed successfully" in finished(tmp_path / f"sweep-{number}" / "logs", job)
+        [run_dir] = tmp_path.glob(f"curriculum_comparison-{number}-*")
+        assert "Job completed successfully" in finished(run_dir / "logs", job)
 
 
 def test_scancel_leaves_no_sandbox_behind(tmp_path):

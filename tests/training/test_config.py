@@ -59,6 +59,16 @@ def test_seeded_bad_configs_are_rejected_with_the_right_message(overrides, messa
     assert any(p.startswith(message) for p in problems), problems
 
 
+@pytest.mark.parametrize(("curriculum", "reward_mix", "needs_key"), [
+    ("none", "tests_only", False), ("difficulty_linear", "tests_only", False), ("none", "tests65_judge35", True),
+    ("difficulty_linear", "tests65_judge35", True), ("judge_anneal", "tests_only", True)])
+def test_the_judge_key_is_required_exactly_when_some_stage_weighs_the_judge(curriculum, reward_mix, needs_key):
+    cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", f"curriculum={curriculum}", f"reward_mix={reward_mix}",
+                       "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY")
+    problems = run_preflight(cfg, verl_problems, skip=OFFLINE)
+    assert any("TERMINAL_RL_NO_SUCH_KEY" in p for p in problems) == needs_key, problems
+
+
 def test_verl_rejects_what_its_own_validation_rejects():
     cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", "actor_rollout_ref.actor.loss_agg_mode=bogus")
     assert any(p.startswith("verl ") and "Invalid loss_agg_mode: bogus" in p for p in verl_problems(cfg))

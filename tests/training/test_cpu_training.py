@@ -1,62 +1,23 @@
 """The main job end to end on CPU: real verl GRPO steps with our agent loop in real Docker sandboxes on
 real tasks, with the judge_anneal curriculum and online-variance filtering (the judge is a local
 OpenAI-compatible test server), wandb offline logging, a checkpoint, and a resume that continues
-from it. One run (and its resume) is shared by every test here: it is the most expensive thing CI does."""
+from it. One run (and its resume, the ``cpu_run`` fixture in tests/conftest.py) is shared by every test
+here and by the notebook test."""
 
 import json
-import os
-import random
-import subprocess
-import sys
-import time
 
 import pytest
 
-from terminal_rl.config import PROJECT_ROOT
+from terminal_rl.analysis import load_metrics
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.owner import MANAGED, RUN_ID
-from tests.fake_llm_server import FakeLLMServer
-from tests.judge.conftest import verdict
 
 pytestmark = [pytest.mark.verl, pytest.mark.docker]
 
-RUN = ["experiment=cpu_smoke", "run.id=ci", "judge.model=openai/test-judge", "judge.api_key_env="]
-
-
-def train(root, *overrides, timeout=1500):
-    started = time.monotonic()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
-    result = subprocess.run([sys.executable, "-m", "terminal_rl.train", *RUN, f"run.output_root={root}", *overrides],
-                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-    return result, time.monotonic() - started
-
-
-def random_judge(body):
-    """A judge with an opinion that varies: early stages then carry signal through the judge alone."""
-    return verdict(todo_planning=round(random.random(), 2), phase_adherence=round(random.random(), 2))
-
-
-@pytest.fixture(scope="session")
-def cpu_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("train")
-    with FakeLLMServer(random_judge) as judge:
-        first, first_sec = train(root, "trainer.total_training_steps=2", f"judge.base_url={judge.base_url}")
-        assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
-        resumed, resumed_sec = train(root, "trainer.total_training_steps=3", f"judge.base_url={judge.base_url}")
-        assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
-        judge_calls = len(judge.requests)
-    return {"dir": root / "ci", "first": first, "resumed": resumed, "seconds": (first_sec, resumed_sec),
-            "judge_calls": judge_calls}
-
 
 def metrics(run_dir):
-    """Step -> metrics over every launch's file (a resume writes a new one)."""
-    steps = {}
-    for path in sorted((run_dir / "logs").glob("metrics.*.jsonl")):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            steps.setdefault(record["step"], {}).update(record["data"])
-    return steps
+    """Step -> the metrics logged at that step, over every launch (a resume writes a new file)."""
+    return {step: row.dropna().to_dict() for step, row in load_metrics(run_dir).iterrows()}
 
 
 def test_grpo_steps_log_reward_components_and_validation(cpu_run):

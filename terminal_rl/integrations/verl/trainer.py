@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import ray
 import transfer_queue as tq
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -64,6 +65,7 @@ class TerminalTrainer(PPOTrainerSync):
         if folder.is_dir():
             curriculum.save(folder)
         metrics.update(self._service_metrics())
+        metrics["ray/actor_nodes"] = self._actor_nodes()
         self._log_samples(global_steps)
 
     def _load_checkpoint(self):
@@ -71,6 +73,14 @@ class TerminalTrainer(PPOTrainerSync):
         if self.global_steps:
             folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
             run_curriculum(self.config.data).restore(folder)
+
+    def _actor_nodes(self) -> int:
+        """How many Ray nodes the actor workers run on (multi-node runs: every node should train)."""
+        if not hasattr(self, "_actor_node_count"):
+            nodes = ray.get([worker.__ray_call__.remote(lambda _: ray.get_runtime_context().get_node_id())
+                             for worker in self.actor_rollout_wg.workers])
+            self._actor_node_count = len(set(nodes))
+        return self._actor_node_count
 
     def _service_metrics(self) -> dict[str, float]:
         from terminal_rl.integrations.verl.services import service_metrics
