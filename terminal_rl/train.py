@@ -22,7 +22,8 @@ def preflight(cfg: DictConfig) -> bool:
     from terminal_rl.integrations.verl.config_check import verl_problems
     from terminal_rl.training.preflight import run_preflight
 
-    problems = run_preflight(cfg, verl_problems)
+    # Under Slurm the node checks (container engine, disk, networks) run in the job, on every node.
+    problems = run_preflight(cfg, verl_problems, on_this_node=cfg.launcher.kind == "local")
     for problem in problems:
         print(f"preflight: {problem}", file=sys.stderr)
     if not problems:

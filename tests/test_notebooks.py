@@ -1,7 +1,6 @@
 """notebooks/: committed without outputs, and each runs top to bottom (nbclient) on the CPU
 end-to-end run's logs."""
 
-
 import nbformat
 import pytest
 from nbclient import NotebookClient

@@ -5,7 +5,7 @@ config resolved here (one run id for every node). It prints the job id and where
 
 In the job (every node): rank 0 starts the Ray head, the others join it (address from the Slurm node
 list, CPU and GPU counts from the allocation; ``hardware=cpu`` brings its own fake GPUs); every node
-runs its node checks first; once all nodes are in, rank 0 runs the trainer and the others wait for it.
+is prepared first (node checks, task images: ``node_prep.py``); once all nodes are in, rank 0 runs the trainer and the others wait for it.
 Whatever happens, every node removes this run's sandbox containers on the way out (a rootful Docker
 daemon keeps containers outside the job's cgroup). Preemption and time limits requeue the job, which
 resumes from its last checkpoint, up to ``max_restarts`` times.
@@ -27,6 +27,7 @@ import submitit
 from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import to_dataclass
+from terminal_rl.launch.node_prep import prepare_node
 from terminal_rl.run_context import RunContext
 
 DONE_FILE = "trainer.done"
@@ -45,6 +46,7 @@ class SlurmLauncherConfig:
     max_restarts: int
     ray_port: int
     join_timeout_sec: float
+    image_timeout_sec: float
     preflight_only: bool
     additional: dict
 
@@ -92,9 +94,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
         _remove_sandboxes_on_exit(cfg, run)
         try:
-            problems = node_checks(cfg)
-            if problems:
-                raise RuntimeError(f"node {socket.gethostname()} (rank {env.global_rank}) failed preflight: {problems}")
+            prepare_node(cfg, env.global_rank, launcher.image_timeout_sec)
             if launcher.preflight_only:
                 return "preflight ok"
             return self._head(cfg, env, run, launcher) if env.global_rank == 0 else self._worker(cfg, env, run, launcher)
@@ -149,13 +149,6 @@ class SlurmRun(submitit.helpers.Checkpointable):
         finally:
             stop(ray)
         return "worker done"
-
-
-def node_checks(cfg: DictConfig) -> list[str]:
-    """What every node needs before step 1: a container engine and the base images."""
-    from terminal_rl.training.preflight import check_docker
-
-    return check_docker(cfg)
 
 
 def head_address(env) -> str:

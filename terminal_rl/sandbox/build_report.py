@@ -45,6 +45,7 @@ class BuildOutcome:
     ok: bool
     cached: bool
     duration_sec: float
+    image: str = ""
     reason: str = ""
     category: str = ""
     log_tail: str = ""
@@ -70,12 +71,12 @@ async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jo
             started = time.monotonic()
             try:
                 built = await images.ensure(task)
-                outcome = BuildOutcome(task.id, True, built.cached, time.monotonic() - started)
+                outcome = BuildOutcome(task.id, True, built.cached, time.monotonic() - started, built.image)
                 if discard:
                     await images.remove(built.image)
             except ImageBuildError as error:
-                outcome = BuildOutcome(task.id, False, False, time.monotonic() - started, error.reason,
-                                       classify(error.reason, error.log_tail), error.log_tail)
+                outcome = BuildOutcome(task.id, False, False, time.monotonic() - started, reason=error.reason,
+                                       category=classify(error.reason, error.log_tail), log_tail=error.log_tail)
             outcomes.append(outcome)
             write_report(outcomes, len(tasks), report_path)
             if progress:

@@ -24,6 +24,8 @@ class BuildConfig:
     forward_env: list[str]
     log_tail_lines: int
     cpuset_cpus: str
+    archive_dir: str
+    jobs: int
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class SandboxConfig:
     docker_host: str
     max_sandboxes: int
     docker_threads: int
+    min_free_disk_gb: float
     base_images: BaseImagesConfig
     build: BuildConfig
     container: ContainerConfig

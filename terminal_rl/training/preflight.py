@@ -140,23 +140,81 @@ def judge_can_weigh(cfg: DictConfig) -> bool:
     return max(weights) > 0
 
 
-CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_memory, check_dataset,
-                             check_docker, check_judge_credentials)
+def check_disk(cfg: DictConfig) -> list[str]:
+    """Free space where this node keeps run files (node-local root) and images (the engine's data root)."""
+    import shutil
+    from pathlib import Path
+
+    from docker.errors import DockerException
+
+    from terminal_rl.run_context import RunContext
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.docker_client import docker_client
+
+    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    places = {"run.node_local_root": RunContext.from_config(cfg.run).node_local_dir}
+    try:
+        places["the container engine's data root"] = Path(docker_client(sandbox.docker_host).info()["DockerRootDir"])
+    except (DockerException, KeyError):
+        pass  # check_docker reports an engine that does not answer
+    problems = []
+    for name, path in places.items():
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        free_gb = shutil.disk_usage(existing).free / 2**30
+        if free_gb < sandbox.min_free_disk_gb:
+            problems.append(f"{name} ({path}) has {free_gb:.1f} GB free, below sandbox.min_free_disk_gb="
+                            f"{sandbox.min_free_disk_gb:g}; free space or point it elsewhere")
+    return problems
+
+
+def check_egress_network(cfg: DictConfig) -> list[str]:
+    """Tasks that allow network need the egress bridge; creating it fails once Docker's address pools
+    are used up (about 31 networks with the default pools)."""
+    from docker.errors import DockerException
+
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.network import ensure_egress_network
+    from terminal_rl.tasks.task_set import load_task_set, task_set_config
+
+    if not any(task.limits.network for task in load_task_set(task_set_config(cfg.task_set)).tasks):
+        return []
+    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    try:
+        ensure_egress_network(docker_client(sandbox.docker_host), sandbox.container.egress_network,
+                              sandbox.container.egress_interface)
+    except DockerException as error:
+        return [f"could not create the egress network {sandbox.container.egress_network!r} for tasks that allow "
+                f"network: {error}; if the address pools are exhausted, remove unused networks or set "
+                "default-address-pools in /etc/docker/daemon.json (README, cluster prerequisites)"]
+    return []
+
+
+CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_memory, check_dataset,
+                                    check_judge_credentials)
+# What each node that runs sandboxes needs: run here for launcher=local, on every node in the job otherwise.
+NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_egress_network)
 
 
 def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]] | None = None,
-                  skip: tuple[str, ...] = ()) -> list[str]:
+                  skip: tuple[str, ...] = (), on_this_node: bool = True) -> list[str]:
     """All problems of the composed config; empty means go. Support is checked first: an unsupported
-    pair has no values to check the rest with."""
+    pair has no values to check the rest with. ``on_this_node=False`` leaves the node checks to the
+    nodes the run will use (a login node need not run Docker)."""
     problems = check_support(cfg)
     if problems:
         return problems
-    for check in CHECKS:
+    for check in CONFIG_CHECKS + (NODE_CHECKS if on_this_node else ()):
         if check.__name__ not in skip:
             problems.extend(check(cfg))
     if verl_check is not None and not problems:
         problems.extend(verl_check(cfg))
     return problems
+
+
+def node_problems(cfg: DictConfig) -> list[str]:
+    """The node checks alone, on the node that calls it."""
+    return [problem for check in NODE_CHECKS for problem in check(cfg)]
 
 
 def _hardware_name(cfg: DictConfig) -> str:

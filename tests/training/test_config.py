@@ -103,3 +103,23 @@ def test_a_ten_turn_episode_is_not_cut_at_four_thousand_tokens():
         context += 2000 + 800
     assert budgets == [4000] * 10, "every turn may use the full per-turn cap while context remains"
     assert context == 29500 and episode.turn_max_tokens(31000) == 1768
+
+
+@pytest.mark.docker
+def test_node_checks_name_a_disk_without_room():
+    from terminal_rl.training.preflight import check_disk
+
+    problems = check_disk(train_config("hardware=cpu", "model=tiny", "sandbox.min_free_disk_gb=1000000"))
+    assert [p.split(" (")[0] for p in problems] == ["run.node_local_root", "the container engine's data root"]
+    assert "below sandbox.min_free_disk_gb=1e+06" in problems[0]
+    assert check_disk(train_config("hardware=cpu", "model=tiny", "sandbox.min_free_disk_gb=1")) == []
+
+
+@pytest.mark.docker
+def test_node_checks_create_the_egress_network_when_a_task_allows_network():
+    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.training.preflight import check_egress_network
+
+    cfg = train_config("hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "task_set.default_limits.network=true")
+    assert check_egress_network(cfg) == []
+    assert docker_client().networks.get(cfg.sandbox.container.egress_network).attrs["Driver"] == "bridge"
