@@ -58,9 +58,19 @@ def submit(cfg: DictConfig) -> submitit.Job:
     run = RunContext.from_config(cfg.run)
     folder = run.log_dir / "slurm"
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    hardware = cfg.hardware
+    executor.update_parameters(**slurm_parameters(cfg.hardware, launcher, run.run_id))
+    job = executor.submit(SlurmRun(OmegaConf.to_container(cfg), restarts=0))
+    print(f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
+          f"  logs: {job.paths.stdout} (and .err), one per node: {folder}/{job.job_id}_<rank>_log.out\n"
+          f"  run directory: {run.shared_dir}")
+    return job
+
+
+def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id: str) -> dict:
+    """submitit's parameters: one task per node; resources from the hardware preset, cluster
+    specifics from the launcher config (and conf/local/slurm.yaml merged into it)."""
     parameters = dict(nodes=hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
-                      mem_gb=hardware.memory_gb_per_node, timeout_min=launcher.time_min, name=f"trl-{run.run_id}",
+                      mem_gb=hardware.memory_gb_per_node, timeout_min=launcher.time_min, name=f"trl-{run_id}",
                       slurm_signal_delay_s=120)
     if hardware.device == "cuda":
         parameters["gpus_per_node"] = hardware.gpus_per_node
@@ -69,12 +79,7 @@ def submit(cfg: DictConfig) -> submitit.Job:
             parameters[f"slurm_{key}"] = getattr(launcher, key)
     if launcher.additional:
         parameters["slurm_additional_parameters"] = dict(launcher.additional)
-    executor.update_parameters(**parameters)
-    job = executor.submit(SlurmRun(OmegaConf.to_container(cfg), restarts=0))
-    print(f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
-          f"  logs: {job.paths.stdout} (and .err), one per node: {folder}/{job.job_id}_<rank>_log.out\n"
-          f"  run directory: {run.shared_dir}")
-    return job
+    return parameters
 
 
 class SlurmRun(submitit.helpers.Checkpointable):
