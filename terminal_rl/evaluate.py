@@ -3,13 +3,13 @@
     python -m terminal_rl.evaluate policy=litellm policy.model=openai/qwen3-8b attempts=4
     python -m terminal_rl.evaluate policy=oracle task_set=tbrl
     python -m terminal_rl.evaluate agent=terminus_json policy=token policy.tokenizer=/ckpt/hf
+    python -m terminal_rl.evaluate policy=token serve=vllm serve.model=outputs/RUN/hf/global_step_200 \
+        launcher=slurm hardware=h100_8x serve.tensor_parallel=8       a trained checkpoint, served in the job
 
 Writes one trajectory per line to ``results_file`` (reruns resume) and a summary beside it.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 import hydra
 from omegaconf import DictConfig
@@ -60,7 +60,9 @@ async def run(cfg: DictConfig) -> dict:
 
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    asyncio.run(run(cfg))
+    from terminal_rl.launch.served import launch_app
+
+    launch_app("evaluate", cfg)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python -m terminal_rl.filter policy=litellm policy.model=openai/qwen3-8b policy.base_url=http://127.0.0.1:8000/v1
     python -m terminal_rl.filter policy=scripted policy.script=script.json task_set=tbrl_smoke
+    python -m terminal_rl.filter policy=token serve=vllm serve.model=/models/qwen3-8b launcher=slurm hardware=h100_8x
 
 Writes the keep-list training reads (``data_filter.keep_list``), each task's k scores and its no-op
 baseline (the tests on the untouched environment). Attempts are cached per (task content hash,
@@ -10,7 +11,6 @@ policy, k), so a rerun only runs what changed.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 
@@ -85,7 +85,9 @@ async def run(cfg: DictConfig) -> dict:
 
 @hydra.main(config_path="../conf", config_name="filter", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    asyncio.run(run(cfg))
+    from terminal_rl.launch.served import launch_app
+
+    launch_app("filter", cfg)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A local OpenAI-compatible server with scripted replies, for tests (no paid API, no network).
 
-Serves ``POST /v1/chat/completions`` (text) and ``POST /v1/completions`` (token ids in and out, as
-vLLM does with ``return_token_ids``). Each request pops the next scripted reply, or, when ``replies``
+Serves ``POST /v1/chat/completions`` (text), ``POST /v1/completions`` (token ids in and out, as
+vLLM does with ``return_token_ids``) and ``GET /v1/models`` (readiness). Each request pops the next scripted reply, or, when ``replies``
 is a function, gets ``replies(request_body)``. A reply may be a ``Fault``: an HTTP error status, or a
 delay longer than the client's timeout.
 """
@@ -26,7 +26,7 @@ class Fault:
 class FakeLLMServer:
     """``with FakeLLMServer(replies) as server: server.base_url`` -> http://127.0.0.1:PORT/v1."""
 
-    def __init__(self, replies: list[Any] | Callable[[dict], Any]):
+    def __init__(self, replies: list[Any] | Callable[[dict], Any], port: int = 0):
         self.replies = replies if callable(replies) else list(replies)
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -35,6 +35,12 @@ class FakeLLMServer:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # keep test output clean
                 pass
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/v1/models"):
+                    self._send(200, {"object": "list", "data": [{"id": "policy", "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -61,7 +67,7 @@ class FakeLLMServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

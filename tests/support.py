@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import replace
 
+from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir
 from terminal_rl.tasks.model import Limits
 
 BASE_IMAGE = "ghcr.io/laude-institute/t-bench/python-3-13:20250620"
@@ -15,3 +17,19 @@ ENGINES = {"dockerd": "docker", "podman": "podman"}
 
 def small_limits(**changes) -> Limits:
     return replace(SMALL_LIMITS, **changes)
+
+
+SERVED_TASK = "base64-decode-secret-message"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def served_overrides(root, port, command="[python,-m,tests.fake_vllm,--model,${serve.model},--port,${serve.port}]"):
+    """evaluate with serve=vllm, its server command replaced (tests.fake_vllm by default), on one task."""
+    return ["policy=token", "serve=vllm", f"serve.model={bundled_qwen3_tokenizer_dir()}", f"serve.port={port}",
+            f"serve.command={command}", "serve.ready_timeout_sec=60", "task_set=tbrl_smoke", f"task_ids=[{SERVED_TASK}]",
+            "run.id=served", f"run.output_root={root}"]

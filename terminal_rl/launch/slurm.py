@@ -51,25 +51,27 @@ class SlurmLauncherConfig:
     additional: dict
 
 
-def submit(cfg: DictConfig) -> submitit.Job:
-    """Submit ``cfg`` (resolved here) as one Slurm job; returns the submitit job."""
+def submit(cfg: DictConfig, body=None, nodes: int | None = None) -> submitit.Job:
+    """Submit ``cfg`` (resolved here) as one Slurm job running ``body`` on every node (default: a
+    training run on ``hardware.nodes`` nodes); returns the submitit job."""
     OmegaConf.resolve(cfg)
     launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
     run = RunContext.from_config(cfg.run)
     folder = run.log_dir / "slurm"
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    executor.update_parameters(**slurm_parameters(cfg.hardware, launcher, run.run_id))
-    job = executor.submit(SlurmRun(OmegaConf.to_container(cfg), restarts=0))
+    executor.update_parameters(**slurm_parameters(cfg.hardware, launcher, run.run_id, nodes))
+    job = executor.submit(body or SlurmRun(OmegaConf.to_container(cfg), restarts=0))
     print(f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
           f"  logs: {job.paths.stdout} (and .err), one per node: {folder}/{job.job_id}_<rank>_log.out\n"
           f"  run directory: {run.shared_dir}")
     return job
 
 
-def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id: str) -> dict:
-    """submitit's parameters: one task per node; resources from the hardware preset, cluster
-    specifics from the launcher config (and conf/local/slurm.yaml merged into it)."""
-    parameters = dict(nodes=hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
+def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id: str, nodes: int | None = None) -> dict:
+    """submitit's parameters: one task per node; resources from the hardware preset (``nodes``
+    overrides its node count), cluster specifics from the launcher config (and conf/local/slurm.yaml
+    merged into it)."""
+    parameters = dict(nodes=nodes or hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
                       mem_gb=hardware.memory_gb_per_node, timeout_min=launcher.time_min, name=f"trl-{run_id}",
                       slurm_signal_delay_s=120)
     if hardware.device == "cuda":

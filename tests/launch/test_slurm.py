@@ -2,6 +2,7 @@
 scripts/start_slurm.sh): a CPU training job, a --multirun sweep (one job per point), scancel with
 sandboxes up, a two-node Ray bootstrap, and a requeue that resumes from the checkpoint."""
 
+import json
 import os
 import re
 import subprocess
@@ -13,15 +14,16 @@ import pytest
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.owner import MANAGED, RUN_ID
+from tests.support import free_port, served_overrides
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
 CPU_RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "logger=console", "launcher=slurm"]
 
 
-def train(*overrides, multirun=False):
+def train(*overrides, multirun=False, app="train"):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
-    command = [sys.executable, "-m", "terminal_rl.train", *(["--multirun"] if multirun else []), *overrides]
+    command = [sys.executable, "-m", f"terminal_rl.{app}", *(["--multirun"] if multirun else []), *overrides]
     result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return [int(j) for j in re.findall(r"submitted Slurm job (\d+)", result.stdout)], result.stdout
@@ -115,3 +117,14 @@ def test_requeued_job_resumes_from_its_checkpoint(tmp_path):
     text = finished(tmp_path / "sl-requeue" / "logs", job)
     assert "Job completed successfully" in text
     assert "global_step_1" in text and "step:2 -" in text, "the requeued job resumed and finished step 2"
+
+
+def test_evaluation_job_serves_the_policy_inside_the_job(tmp_path):
+    """evaluate launcher=slurm serve=vllm: the job starts the server on its node, the token-level
+    policy plays against it in a sandbox, and the results land where the CLI said."""
+    [job], stdout = train(*served_overrides(tmp_path, free_port()), "launcher=slurm", "hardware=cpu", app="evaluate")
+    wait(job, timeout=600)
+    log = finished(tmp_path / "served" / "logs", job)
+    assert "Job completed successfully" in log and "serving " in log
+    [result] = (tmp_path / "served" / "eval" / "results.jsonl").read_text().splitlines()
+    assert json.loads(result)["termination"] == "finished"
