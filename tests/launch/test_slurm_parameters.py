@@ -1,5 +1,5 @@
 """What launcher=slurm asks Slurm for: resources from the hardware preset, cluster settings from the
-launcher config and the git-ignored conf/local/slurm.yaml."""
+launcher config and the git-ignored conf/local/slurm.yaml; and how often a preempted job requeues."""
 
 import shutil
 
@@ -49,3 +49,16 @@ def test_local_settings_merge_over_the_launcher_config(local_slurm_settings):
 
 def test_local_settings_are_git_ignored():
     assert "conf/local/" in (PROJECT_ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_requeues_stop_at_max_restarts():
+    """submitit asks the job body what to resubmit on preemption or timeout: itself with one more
+    restart counted, until launcher.max_restarts is used up."""
+    from omegaconf import OmegaConf
+
+    from terminal_rl.launch.slurm import SlurmRun
+
+    config = OmegaConf.to_container(compose("train", ["launcher=slurm", "run.id=r1", "launcher.max_restarts=2"]))
+    again = SlurmRun(config, restarts=1).checkpoint()
+    assert again.function.restarts == 2 and again.function.config == config
+    assert SlurmRun(config, restarts=2).checkpoint() is None
