@@ -5,7 +5,8 @@ config resolved here (one run id for every node). It prints the job id and where
 
 In the job (every node): rank 0 starts the Ray head, the others join it (address from the Slurm node
 list, CPU and GPU counts from the allocation; ``hardware=cpu`` brings its own fake GPUs); every node
-is prepared first (node checks, task images: ``node_prep.py``); once all nodes are in, rank 0 runs the trainer and the others wait for it.
+is prepared first (node checks, task images: ``node_prep.py``); once all nodes are in, rank 0 runs
+the trainer and the others wait for it.
 Whatever happens, every node removes this run's sandbox containers on the way out (a rootful Docker
 daemon keeps containers outside the job's cgroup). Preemption and time limits requeue the job, which
 resumes from its last checkpoint, up to ``max_restarts`` times.

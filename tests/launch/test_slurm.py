@@ -81,6 +81,7 @@ def test_multirun_sweep_submits_one_job_per_point(tmp_path):
     assert len(jobs) == 3 and len(set(jobs)) == 3
     for kind in ("none", "difficulty_linear", "judge_anneal"):
         assert f"curriculum={kind}" in stdout
+    assert list(tmp_path.glob("multirun/*/multirun.yaml")), "Hydra's sweep record is under run.output_root"
     for number, job in enumerate(jobs):
         wait(job, timeout=300)
         [run_dir] = tmp_path.glob(f"curriculum_comparison-{number}-*")
