@@ -29,7 +29,8 @@ if ! docker_answers; then
   fi
   command -v dockerd >/dev/null || apt_install docker.io
   echo "starting dockerd (log: $LOG_DIR/dockerd.log)"
-  setsid nohup dockerd >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null &
+  # Daemons run from the log directory: files they write to their working directory stay out of the checkout.
+  (cd "$LOG_DIR"; setsid nohup dockerd >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null &)
   for _ in $(seq 1 60); do docker_answers && break; sleep 1; done
   docker_answers || { tail -20 "$LOG_DIR/dockerd.log" >&2; echo "dockerd did not start" >&2; exit 1; }
 fi
@@ -40,7 +41,7 @@ if ! answers "unix://$PODMAN_SOCKET"; then
   { command -v podman >/dev/null && [ -x /usr/libexec/podman/catatonit ]; } || apt_install podman catatonit
   mkdir -p "$(dirname "$PODMAN_SOCKET")"
   echo "starting podman system service (log: $LOG_DIR/podman.log)"
-  setsid nohup podman system service --time=0 "unix://$PODMAN_SOCKET" >"$LOG_DIR/podman.log" 2>&1 < /dev/null &
+  (cd "$LOG_DIR"; setsid nohup podman system service --time=0 "unix://$PODMAN_SOCKET" >"$LOG_DIR/podman.log" 2>&1 < /dev/null &)
   for _ in $(seq 1 30); do answers "unix://$PODMAN_SOCKET" && break; sleep 1; done
   answers "unix://$PODMAN_SOCKET" || { tail -20 "$LOG_DIR/podman.log" >&2; echo "podman did not start" >&2; exit 1; }
 fi
