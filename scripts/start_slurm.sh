@@ -5,6 +5,7 @@
 # Usage: scripts/start_slurm.sh
 set -euo pipefail
 LOG_DIR=${TERMINAL_RL_SERVICE_LOGS:-/tmp/terminal_rl-services}
+PROJECT_DIR=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$LOG_DIR"
 if scontrol ping 2>/dev/null | grep -q "UP"; then exit 0; fi
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
@@ -40,6 +41,8 @@ SchedulerType=sched/backfill
 MpiDefault=none
 JobRequeue=1
 KillWait=30
+# The admin epilog the README documents: sweeps sandboxes a cancelled job's processes left behind.
+Epilog=$PROJECT_DIR/slurm/epilog.sh
 NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
 NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17002 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
 PartitionName=ci Nodes=node1,node2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4

@@ -1,7 +1,10 @@
 #!/bin/bash
-# Slurm epilog snippet for admins: remove the finished job's sandbox containers on this node, in case
-# the job was killed before its own janitor ran (a rootful Docker daemon keeps containers outside the
-# job's cgroup). Only containers labelled by terminal_rl for this job's run are touched.
-# Install as (or call from) the node's Epilog= script; PROJECT_DIR must point at an installed checkout.
-RUN_ID="${SLURM_JOB_NAME}-${SLURM_JOB_ID}"
-"${PROJECT_DIR:-/opt/terminal_rl}/.venv/bin/python" -m terminal_rl.sandbox janitor --this-run run.id="$RUN_ID" || true
+# Slurm epilog snippet for admins: once a job has ended on this node, remove terminal_rl sandbox
+# containers whose owner process is gone. A cancelled job can die before its own janitor runs (srun
+# kills its tasks at once on a second signal), and a rootful Docker daemon keeps containers outside
+# the job's cgroup. Containers of runs still alive are never touched.
+# Install as (or call from) the node's Epilog= script; it uses the checkout it lives in (or
+# PROJECT_DIR) and the Docker endpoint in DOCKER_HOST, if set.
+PROJECT_DIR=${PROJECT_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+"$PROJECT_DIR/.venv/bin/python" -m terminal_rl.sandbox janitor >/dev/null 2>&1 || true
+exit 0

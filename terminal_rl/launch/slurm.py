@@ -205,14 +205,15 @@ def ray_log(cfg: DictConfig, env) -> Path:
 
 
 def stop(ray: subprocess.Popen, timeout_sec: float = 60) -> None:
-    """Stop this node's Ray (SIGTERM to its process group: `ray start --block` shuts its processes down)."""
+    """Stop this node's Ray: SIGTERM to its process group (`ray start --block` shuts its processes
+    down), then SIGKILL to whatever of the group is left, so no worker outlives it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(ray.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         ray.wait(timeout=timeout_sec)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(ray.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(ray.pid, signal.SIGKILL)
+    ray.wait()
 
 
 def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
@@ -239,16 +240,23 @@ def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
         ray.shutdown()
 
 
-def janitor(cfg: DictConfig, run: RunContext) -> None:
-    """Remove this run's sandbox containers on this node (they live outside the job's cgroup)."""
+def janitor(cfg: DictConfig, run: RunContext, passes: int = 4, settle_sec: float = 2.0) -> None:
+    """Remove this run's sandbox containers on this node (they live outside the job's cgroup).
+
+    Creations the node's processes requested just before they died can still complete in the
+    daemon: sweep again every ``settle_sec`` until a later pass finds nothing (at most ``passes``)."""
     from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.docker_client import docker_client
     from terminal_rl.sandbox.janitor import sweep
     from terminal_rl.sandbox.owner import Owner
 
     try:
-        sandbox = SandboxConfig.from_node(cfg.sandbox)
-        sweep(docker_client(sandbox.docker_host), Owner.current(), ttl_sec=0, run_id=run.run_id)
+        client = docker_client(SandboxConfig.from_node(cfg.sandbox).docker_host)
+        for attempt in range(passes):
+            removed = sweep(client, Owner.current(), ttl_sec=0, run_id=run.run_id).removed_containers
+            if attempt and not removed:
+                break
+            time.sleep(settle_sec)
     except Exception as error:  # never mask the job's own outcome
         print(f"janitor on {socket.gethostname()} failed: {error}", file=sys.stderr)
 
