@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import docker
@@ -35,13 +36,9 @@ def publish(client: docker.DockerClient, images: dict[str, str], archive_dir: Pa
         path = archive_path(archive_dir, tag)
         if path.exists():
             continue
-        partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
-        with partial.open("wb") as out:
-            for chunk in client.api.get_image(tag):
-                out.write(chunk)
-        partial.replace(path)
+        _write_atomically(path, client.api.get_image(tag))
         saved.append(tag)
-    _write_atomically(manifest_path(archive_dir, run_id), json.dumps(images, indent=1, sort_keys=True))
+    _write_atomically(manifest_path(archive_dir, run_id), [json.dumps(images, indent=1, sort_keys=True).encode()])
     return saved
 
 
@@ -80,7 +77,10 @@ def present(client: docker.DockerClient, tags) -> list[str]:
     return found
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
+    """Readers on other nodes see the whole file or none of it."""
     partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
-    partial.write_text(text)
+    with partial.open("wb") as out:
+        for chunk in chunks:
+            out.write(chunk)
     partial.replace(path)
