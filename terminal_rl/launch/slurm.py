@@ -183,7 +183,8 @@ def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
     gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
     if cfg.hardware.device == "cpu":
         cpus, gpus = cfg.hardware.ray_num_cpus, cfg.hardware.ray_num_gpus
-    offset = 100 * env.global_rank + int(str(env.job_id).split("_")[0]) % 50 * 1000
+    # Per job (40 slots of 1000 ports) and rank (100 each): the highest port stays below 65536.
+    offset = 100 * env.global_rank + int(str(env.job_id).split("_")[0]) % 40 * 1000
     command = [str(Path(sys.executable).with_name("ray")), "start", "--block", *extra, f"--num-cpus={cpus}",
                f"--num-gpus={gpus}", f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}",
                f"--node-manager-port={20000 + offset}", f"--object-manager-port={20001 + offset}",
