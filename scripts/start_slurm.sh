@@ -48,7 +48,7 @@ NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17002 CPUs=$CPUS R
 PartitionName=ci Nodes=node1,node2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONF
 mkdir -p /var/spool/slurmd-node1 /var/spool/slurmd-node2
-slurmctld
+slurmctld -c  # a fresh cluster: jobs of earlier sessions are forgotten, not resumed
 slurmd -N node1
 slurmd -N node2
 for _ in $(seq 1 30); do

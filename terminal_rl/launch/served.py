@@ -49,8 +49,10 @@ class ServedApp:
         self.config = config
 
     def __call__(self) -> dict:
+        from terminal_rl.launch.epilog import mark_job_processes
         from terminal_rl.launch.slurm import janitor
 
+        mark_job_processes()
         cfg = OmegaConf.create(self.config)
         try:
             return run_app(self.app, cfg)

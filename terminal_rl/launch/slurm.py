@@ -15,6 +15,7 @@ resumes from its last checkpoint, up to ``max_restarts`` times.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -28,10 +29,12 @@ import submitit
 from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import to_dataclass
+from terminal_rl.launch.epilog import mark_job_processes
 from terminal_rl.launch.node_prep import prepare_node
 from terminal_rl.run_context import RunContext
 
 DONE_FILE = "trainer.done"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # This node's `ray start --block` process, stopped before the janitor runs on SIGTERM.
 _NODE_RAY: subprocess.Popen | None = None
 
@@ -98,6 +101,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         # Ray's token authentication for the job's cluster: `ray start` and every driver and worker
         # use the token in ~/.ray/auth_token (a shared home on most clusters).
         os.environ["RAY_AUTH_MODE"] = "token"
+        mark_job_processes()
         run = RunContext.from_config(cfg.run)
         launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
         _remove_sandboxes_on_exit(cfg, run)
@@ -176,8 +180,9 @@ def ray_port(launcher: SlurmLauncherConfig, env) -> int:
 
 def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
     """Start this node's Ray processes (``ray start --block``, in a process group of their own so
-    stopping them never touches other jobs' Ray on the same host). Resources come from the
-    allocation (or the cpu preset's fake GPUs); ports and temp dir are this job's and rank's own."""
+    stopping them never touches other jobs' Ray on the same host, and told to shut down if this
+    process dies first, even by SIGKILL). Resources come from the allocation (or the cpu preset's
+    fake GPUs); ports and temp dir are this job's and rank's own."""
     global _NODE_RAY
     cpus = int(os.environ.get("SLURM_CPUS_ON_NODE", cfg.hardware.cpus_per_node))
     gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
@@ -196,8 +201,15 @@ def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
     else:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
     with ray_log(cfg, env).open("a") as log:
-        _NODE_RAY = subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+        _NODE_RAY = subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
+                                     preexec_fn=_stop_when_parent_dies())
     return _NODE_RAY
+
+
+def _stop_when_parent_dies():
+    """A pre-exec hook: the child gets SIGTERM when this process dies (libc resolved beforehand)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def ray_log(cfg: DictConfig, env) -> Path:
@@ -241,23 +253,14 @@ def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
         ray.shutdown()
 
 
-def janitor(cfg: DictConfig, run: RunContext, passes: int = 4, settle_sec: float = 2.0) -> None:
-    """Remove this run's sandbox containers on this node (they live outside the job's cgroup).
-
-    Creations the node's processes requested just before they died can still complete in the
-    daemon: sweep again every ``settle_sec`` until a later pass finds nothing (at most ``passes``)."""
+def janitor(cfg: DictConfig, run: RunContext) -> None:
+    """Remove this run's sandbox containers on this node (they live outside the job's cgroup)."""
     from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.docker_client import docker_client
-    from terminal_rl.sandbox.janitor import sweep
-    from terminal_rl.sandbox.owner import Owner
+    from terminal_rl.sandbox.janitor import sweep_until_settled
 
     try:
-        client = docker_client(SandboxConfig.from_node(cfg.sandbox).docker_host)
-        for attempt in range(passes):
-            removed = sweep(client, Owner.current(), ttl_sec=0, run_id=run.run_id).removed_containers
-            if attempt and not removed:
-                break
-            time.sleep(settle_sec)
+        sweep_until_settled(docker_client(SandboxConfig.from_node(cfg.sandbox).docker_host), run_id=run.run_id)
     except Exception as error:  # never mask the job's own outcome
         print(f"janitor on {socket.gethostname()} failed: {error}", file=sys.stderr)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import docker
 from docker.errors import APIError, NotFound
 
-from terminal_rl.sandbox.owner import CREATED_AT, MANAGED, RUN_ID, Owner, owner_is_gone
+from terminal_rl.sandbox.owner import CREATED_AT, MANAGED, RUN_ID, SLURM_JOB, Owner, owner_is_gone
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +31,24 @@ class SweepReport:
 
 
 def sweep(client: docker.DockerClient, here: Owner, ttl_sec: float, *, run_id: str | None = None,
-          networks: bool = False, now: float | None = None) -> SweepReport:
-    """One pass. ``run_id`` limits it to one run's containers; ``networks`` also removes unused ones."""
+          slurm_job: str | None = None, networks: bool = False, now: float | None = None) -> SweepReport:
+    """One pass. ``run_id`` and ``slurm_job`` limit it to one run's or one Slurm job's containers;
+    ``networks`` also removes unused ones."""
     now = time.time() if now is None else now
     report = SweepReport()
-    label_filter = [f"{MANAGED}=1"] + ([f"{RUN_ID}={run_id}"] if run_id else [])
-    for container in client.containers.list(all=True, filters={"label": label_filter}):
+    label_filter = [f"{MANAGED}=1"] + ([f"{RUN_ID}={run_id}"] if run_id else []) + (
+        [f"{SLURM_JOB}={slurm_job}"] if slurm_job else [])
+    # ignore_removed: a container removed between listing and inspecting it (by its owner) is skipped.
+    for container in client.containers.list(all=True, filters={"label": label_filter}, ignore_removed=True):
         labels = container.labels
         age = now - float(labels.get(CREATED_AT, 0) or 0)
         if owner_is_gone(labels, here) or age > ttl_sec:
-            with contextlib.suppress(NotFound):
+            try:
                 container.remove(force=True, v=True)
                 report.removed_containers.append(container.id)
+            except APIError as error:  # gone, or another janitor on this daemon is removing it
+                if error.status_code not in (404, 409):
+                    raise
         else:
             report.kept += 1
     if networks:
@@ -53,6 +59,21 @@ def sweep(client: docker.DockerClient, here: Owner, ttl_sec: float, *, run_id: s
                     network.remove()
                     report.removed_networks.append(network.name)
     return report
+
+
+def sweep_until_settled(client: docker.DockerClient, *, run_id: str | None = None, slurm_job: str | None = None,
+                        passes: int = 4, settle_sec: float = 2.0) -> int:
+    """Remove every container of a run or job whose processes are gone, owner alive or not. Creations
+    those processes requested just before they died can still complete in the daemon: sweep again
+    every ``settle_sec`` until a later pass finds nothing (at most ``passes``). Returns how many."""
+    here, removed = Owner.current(), 0
+    for attempt in range(passes):
+        found = len(sweep(client, here, ttl_sec=0, run_id=run_id, slurm_job=slurm_job).removed_containers)
+        removed += found
+        if attempt and not found:
+            break
+        time.sleep(settle_sec)
+    return removed
 
 
 async def sweep_periodically(client: docker.DockerClient, ttl_sec: float, interval_sec: float) -> None:

@@ -1,7 +1,8 @@
 """Who created a container, in labels precise enough to tell later whether that owner still lives.
 
 A pid alone is reused, so the owner is (host, boot id, pid, process start time). Everything we create
-carries these labels plus the run and rollout ids: the janitor removes only what carries them.
+carries these labels plus the run and rollout ids, and the Slurm job it ran in (if any, for the
+epilog): the janitor removes only what carries them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ OWNER_HOST = "terminal_rl.owner.host"
 OWNER_BOOT_ID = "terminal_rl.owner.boot_id"
 OWNER_PID = "terminal_rl.owner.pid"
 OWNER_START = "terminal_rl.owner.start_ticks"
+SLURM_JOB = "terminal_rl.slurm_job"
 CREATED_AT = "terminal_rl.created_at"
 
 
@@ -28,17 +30,19 @@ class Owner:
     boot_id: str
     pid: int
     start_ticks: int
+    slurm_job: str = ""
 
     @classmethod
     def current(cls) -> Owner:
         pid = os.getpid()
-        return cls(socket.gethostname(), boot_id(), pid, process_start_ticks(pid) or 0)
+        return cls(socket.gethostname(), boot_id(), pid, process_start_ticks(pid) or 0,
+                   os.environ.get("SLURM_JOB_ID", ""))
 
     def labels(self, run_id: str, rollout_id: str) -> dict[str, str]:
         return {
             MANAGED: "1", RUN_ID: run_id, ROLLOUT_ID: rollout_id, OWNER_HOST: self.host,
             OWNER_BOOT_ID: self.boot_id, OWNER_PID: str(self.pid), OWNER_START: str(self.start_ticks),
-            CREATED_AT: f"{time.time():.0f}",
+            SLURM_JOB: self.slurm_job, CREATED_AT: f"{time.time():.0f}",
         }
 
 

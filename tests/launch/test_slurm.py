@@ -12,6 +12,7 @@ import time
 import pytest
 
 from terminal_rl.config import PROJECT_ROOT
+from terminal_rl.launch.epilog import job_processes
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.owner import MANAGED, RUN_ID
 from tests.support import free_port, served_overrides
@@ -19,6 +20,7 @@ from tests.support import free_port, served_overrides
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
 CPU_RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "logger=console", "launcher=slurm"]
+SUBMITTED: list[int] = []  # cancelled after each test, so a failed test leaves no job competing for the CPUs
 
 
 def train(*overrides, multirun=False, app="train"):
@@ -26,7 +28,9 @@ def train(*overrides, multirun=False, app="train"):
     command = [sys.executable, "-m", f"terminal_rl.{app}", *(["--multirun"] if multirun else []), *overrides]
     result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return [int(j) for j in re.findall(r"submitted Slurm job (\d+)", result.stdout)], result.stdout
+    jobs = [int(j) for j in re.findall(r"submitted Slurm job (\d+)", result.stdout)]
+    SUBMITTED.extend(jobs)
+    return jobs, result.stdout
 
 
 def state(job: int) -> str:
@@ -59,6 +63,14 @@ def slurm_up():
     subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "start_slurm.sh")], check=True, capture_output=True)
 
 
+@pytest.fixture(autouse=True)
+def cancel_leftover_jobs():
+    yield
+    if SUBMITTED:
+        subprocess.run(["scancel", *map(str, SUBMITTED)], capture_output=True)
+        SUBMITTED.clear()
+
+
 def test_two_node_cpu_training_job_runs_through_launcher_slurm(tmp_path):
     """One job, two Slurm nodes: rank 0 starts the Ray head, rank 1 joins, and the step trains on both."""
     [job], stdout = train(*CPU_RUN, "hardware.nodes=2", "trainer.total_training_steps=1", "run.id=sl-train",
@@ -88,21 +100,21 @@ def test_multirun_sweep_submits_one_job_per_point(tmp_path):
         assert "Job completed successfully" in finished(run_dir / "logs", job)
 
 
-@pytest.mark.xfail(strict=False, reason="known gap (issue 8 open): on scancel, srun can SIGKILL the task before its "
-                   "handler runs, and the node's Ray (its own session) then outlives the job with its sandboxes; "
-                   "fails about one run in three on this cluster")
 def test_scancel_leaves_no_sandbox_behind(tmp_path):
+    """Cancelled with sandboxes up: the job's trap or, if srun killed it first, the epilog removes them,
+    and none of the job's processes (its node's Ray) outlive it."""
     [job], _ = train(*CPU_RUN, "trainer.total_training_steps=5", "run.id=sl-cancel", f"run.output_root={tmp_path}")
     client = docker_client()
     ours = {"label": [f"{MANAGED}=1", f"{RUN_ID}=sl-cancel"]}
     deadline = time.monotonic() + 600
-    while not client.containers.list(all=True, filters=ours):
+    while not client.containers.list(all=True, filters=ours, ignore_removed=True):  # sandboxes come and go
         assert time.monotonic() < deadline and state(job) in ("PENDING", "RUNNING", "UNKNOWN"), state(job)
         time.sleep(1)
     subprocess.run(["scancel", str(job)], check=True)
     wait(job, timeout=120)
     time.sleep(5)
-    assert client.containers.list(all=True, filters=ours) == [], "the job's janitor removed its containers"
+    assert client.containers.list(all=True, filters=ours) == [], "the job's containers were removed"
+    assert job_processes(str(job)) == [], "no process of the job outlived it"
 
 
 def test_requeued_job_resumes_from_its_checkpoint(tmp_path):
