@@ -8,7 +8,8 @@ list, CPU and GPU counts from the allocation; ``hardware=cpu`` brings its own fa
 is prepared first (node checks, task images: ``node_prep.py``); once all nodes are in, rank 0 runs
 the trainer and the others wait for it.
 Whatever happens, every node removes this run's sandbox containers on the way out (a rootful Docker
-daemon keeps containers outside the job's cgroup). Preemption and time limits requeue the job, which
+daemon keeps containers outside the job's cgroup); for a task killed before it could, the admin
+epilog does it (``epilog.py``). Preemption and time limits requeue the job, which
 resumes from its last checkpoint, up to ``max_restarts`` times.
 """
 
