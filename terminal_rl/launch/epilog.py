@@ -16,11 +16,14 @@ only what this job started.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import time
 from pathlib import Path
+
+from terminal_rl.sandbox.owner import process_is_running
 
 JOB_MARKER = "TERMINAL_RL_SLURM_JOB"
 
@@ -39,7 +42,7 @@ def job_processes(job_id: str, proc: Path = Path("/proc")) -> list[int]:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if marker in (entry / "environ").read_bytes().split(b"\0") and _alive(entry):
+            if marker in (entry / "environ").read_bytes().split(b"\0") and process_is_running(int(entry.name), proc):
                 pids.append(int(entry.name))
         except OSError:  # exited meanwhile, or not ours to read
             continue
@@ -48,28 +51,18 @@ def job_processes(job_id: str, proc: Path = Path("/proc")) -> list[int]:
 
 def end_processes(pids: list[int], grace_sec: float = 10.0) -> list[int]:
     """SIGTERM ``pids``, then SIGKILL whichever still live after ``grace_sec``; returns those killed."""
-    for pid in pids:
-        _signal(pid, signal.SIGTERM)
+    _send(pids, signal.SIGTERM)
     deadline = time.monotonic() + grace_sec
-    while (left := [p for p in pids if _alive(Path(f"/proc/{p}"))]) and time.monotonic() < deadline:
+    while (left := [p for p in pids if process_is_running(p)]) and time.monotonic() < deadline:
         time.sleep(0.2)
-    for pid in left:
-        _signal(pid, signal.SIGKILL)
+    _send(left, signal.SIGKILL)
     return left
 
 
-def _alive(entry: Path) -> bool:
-    try:
-        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
+def _send(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,13 +50,24 @@ def boot_id() -> str:
     return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat), None if gone."""
+def process_stat(pid: int, proc: Path = Path("/proc")) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), None if gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return (proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat), None if gone."""
+    fields = process_stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def process_is_running(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Alive and not a zombie awaiting its parent."""
+    fields = process_stat(pid, proc)
+    return bool(fields) and fields[0] != "Z"
 
 
 def owner_is_gone(labels: dict[str, str], here: Owner) -> bool | None:

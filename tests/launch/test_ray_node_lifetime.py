@@ -7,6 +7,7 @@ import sys
 import time
 
 from terminal_rl.config import PROJECT_ROOT
+from terminal_rl.sandbox.owner import process_is_running
 
 # A stand-in job task: starts a child the way ray_node starts `ray start`, prints its pid, and waits.
 TASK = """
@@ -25,14 +26,8 @@ def test_child_gets_sigterm_when_the_task_is_sigkilled():
     os.kill(task.pid, signal.SIGKILL)
     task.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            state = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            break
-        if state == "Z":
-            break
+    while process_is_running(child):
+        if time.monotonic() > deadline:
+            os.kill(child, signal.SIGKILL)
+            raise AssertionError("the child outlived its SIGKILLed parent")
         time.sleep(0.1)
-    else:
-        os.kill(child, signal.SIGKILL)
-        raise AssertionError("the child outlived its SIGKILLed parent")
