@@ -18,7 +18,7 @@ import argparse
 import numpy as np
 
 from terminal_rl.filtering.periodic import PassRateTracker
-from terminal_rl.filtering.variance import filter_signal
+from terminal_rl.filtering.variance import lacks_signal
 
 GROUP = 16
 GROUPS_PER_STEP = 8
@@ -52,8 +52,7 @@ def run(strategy: str, probabilities: np.ndarray, steps: int, rng: np.random.Gen
             outcome = (rng.random(GROUP) < probabilities[task]).astype(float)
             rollouts += GROUP
             if strategy == "online_variance":
-                _, dropped = filter_signal(list(outcome), list(outcome), 0.0, step_refills, MAX_REFILLS)
-                if dropped:
+                if lacks_signal(list(outcome), list(outcome), 0.0) and step_refills < MAX_REFILLS:
                     step_refills += 1
                     continue
             kept += 1

@@ -15,11 +15,11 @@ import hydra
 from omegaconf import DictConfig
 from rich.console import Console
 
-from terminal_rl.agent.episode import EpisodeLimits
+from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.evaluation import EvaluationPlan, evaluate, print_summary, read_results, summarize, write_summary
 from terminal_rl.agent.policies import make_policy
 from terminal_rl.agent.protocols import make_protocol
-from terminal_rl.config import project_path, to_dataclass
+from terminal_rl.config import project_path
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory
@@ -46,11 +46,10 @@ def select_tasks(cfg: DictConfig):
 async def run(cfg: DictConfig) -> dict:
     console = Console()
     plan = EvaluationPlan(select_tasks(cfg), cfg.attempts, cfg.concurrency, project_path(cfg.results_file))
-    agent = {k: v for k, v in cfg.agent.items() if k not in ("protocol", "loop_name")}
-    limits = to_dataclass(agent, EpisodeLimits)
-    policy = None if cfg.policy.kind == "oracle" else make_policy(cfg.policy)
+    agent = AgentConfig.from_node(cfg.agent)
+    policy = None if cfg.policy.kind == "oracle" else make_policy(cfg.policy, agent.history)
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
-        await evaluate(plan, factory, make_protocol(cfg.agent.protocol), policy, limits, console)
+        await evaluate(plan, factory, make_protocol(agent.protocol), policy, agent.limits, console)
     summary = summarize(read_results(plan.results_file))
     print_summary(summary, console)
     write_summary(summary, plan.results_file.with_name("summary.json"))

@@ -19,12 +19,12 @@ from omegaconf import DictConfig
 from rich.console import Console
 from rich.table import Table
 
-from terminal_rl.agent.episode import EpisodeLimits
+from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.evaluation import EvaluationPlan, evaluate, read_results
 from terminal_rl.agent.policies import make_policy
 from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.trajectory import Termination
-from terminal_rl.config import project_path, to_dataclass
+from terminal_rl.config import project_path
 from terminal_rl.evaluate import select_tasks
 from terminal_rl.filtering.keep_list import write_keep_list
 from terminal_rl.filtering.pass_rate import decide, summary
@@ -47,14 +47,14 @@ async def run(cfg: DictConfig) -> dict:
     console = Console()
     tasks = select_tasks(cfg)
     k = int(cfg.data_filter.attempts)
-    policy = make_policy(cfg.policy)
+    agent = AgentConfig.from_node(cfg.agent)
+    policy = make_policy(cfg.policy, agent.history)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", policy.name)
     results = project_path(cfg.run.output_root) / "filters" / "pass_rate" / f"{slug}-k{k}.jsonl"
-    agent = {key: v for key, v in cfg.agent.items() if key not in ("protocol", "loop_name")}
     started = time.monotonic()
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
-        await evaluate(EvaluationPlan(tasks, k, cfg.concurrency, results), factory, make_protocol(cfg.agent.protocol),
-                       policy, to_dataclass(agent, EpisodeLimits), console)
+        await evaluate(EvaluationPlan(tasks, k, cfg.concurrency, results), factory, make_protocol(agent.protocol),
+                       policy, agent.limits, console)
         baselines = {task.id: await noop_baseline(task, factory) for task in tasks}
     hashes = {task.id: task.content_hash for task in tasks}
     attempts: dict[str, list[float]] = {task.id: [] for task in tasks}

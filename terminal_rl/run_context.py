@@ -69,6 +69,11 @@ class RunContext:
     def judge_control_dir(self) -> Path:
         return self.shared_dir / "judge"
 
+    @property
+    def image_report(self) -> Path:
+        """Which task images built and why the others did not (``sandbox/build_report.py``)."""
+        return self.shared_dir / "image_builds.json"
+
     # Private to this node.
     @property
     def image_cache_dir(self) -> Path:

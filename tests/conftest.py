@@ -3,6 +3,7 @@ CPU end-to-end training run."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import subprocess
@@ -12,9 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from terminal_rl.agent.episode import EpisodeLimits
+from terminal_rl.agent.protocols import make_protocol
+from terminal_rl.agent.runner import run_episode
 from terminal_rl.config import PROJECT_ROOT, compose
 from terminal_rl.run_context import RunConfig, RunContext
 from terminal_rl.sandbox.config import SandboxConfig
+from terminal_rl.sandbox.sandbox import SandboxFactory
+from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
 from terminal_rl.tasks.model import Limits
 from terminal_rl.tasks.task_set import task_set_config
 from tests.fake_llm_server import FakeLLMServer
@@ -22,6 +28,8 @@ from tests.judge.conftest import verdict
 from tests.support import ENGINES
 
 FIXTURES = Path(__file__).parent / "fixtures"
+LIMITS = EpisodeLimits(max_turns=20, max_tokens_per_turn=4000, max_context_tokens=32768,
+                       max_consecutive_parse_errors=3)
 
 
 @pytest.fixture(scope="session")
@@ -39,6 +47,26 @@ def tbrl_csv() -> Path:
     path = (PROJECT_ROOT / "../shared/datasets/terminal_bench_rl.csv").resolve()
     assert path.is_file(), f"the shared dataset must sit beside the project: {path}"
     return path
+
+
+@pytest.fixture(scope="session")
+def tasks(tbrl_csv, default_limits):
+    """The shared CSV's tasks by id."""
+    return {t.id: t for t in load_tbrl_csv(tbrl_csv, default_limits).tasks}
+
+
+@pytest.fixture
+def episode(sandbox_config, run_context):
+    """``episode(task, protocol_name, policy, limits=LIMITS)`` -> the finished, verified trajectory."""
+
+    def run(task, protocol: str, policy, limits: EpisodeLimits = LIMITS):
+        async def main():
+            async with SandboxFactory(sandbox_config, run_context) as factory:
+                return await run_episode(task, factory, make_protocol(protocol), policy, limits)
+
+        return asyncio.run(main())
+
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -71,14 +99,56 @@ def run_context(tmp_path_factory) -> RunContext:
 
 
 CPU_SMOKE_RUN = ["experiment=cpu_smoke", "run.id=ci", "judge.model=openai/test-judge", "judge.api_key_env="]
+SMOKE_TASKS = ["csv-file-parsing-amount-sum", "csv-filter-by-value", "base64-decode-secret-message",
+               "security-remove-hardcoded-password", "debugging-off-by-one-loop-error", "lru-cache-implementation"]
+# Two faulty tasks beside the smoke set in the shared run: an image that cannot build, and a task whose
+# every model call raises inside the agent loop (tests/training/faults.py).
+IMAGE_FAULT, SESSION_FAULT = "image-build-fault", "model-server-fault"
 
 
-def train_cpu_smoke(root, *overrides, timeout=1500):
+def fault_task_csv(tbrl_csv: Path, out: Path) -> Path:
+    """The smoke tasks of the shared CSV plus the two faulty tasks, as a CSV of our own (the shared one
+    is never edited)."""
+    import csv
+
+    csv.field_size_limit(1 << 30)
+    with tbrl_csv.open(newline="", encoding="utf-8") as source:
+        reader = csv.DictReader(source)
+        rows = {row["task_id"]: row for row in reader if row["task_id"] in SMOKE_TASKS}
+        columns = reader.fieldnames
+    broken = {**rows["csv-filter-by-value"], "task_id": IMAGE_FAULT, "difficulty": "medium",
+              "dockerfile": "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
+                            "RUN echo 'this image cannot build' && exit 7\n"}
+    raising = {**rows["base64-decode-secret-message"], "task_id": SESSION_FAULT, "difficulty": "medium"}
+    with out.open("w", newline="", encoding="utf-8") as target:
+        writer = csv.DictWriter(target, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows([*rows.values(), broken, raising])
+    return out
+
+
+def train_cpu_smoke(root, *overrides, timeout=1500, kill_when=None):
+    """Run ``python -m terminal_rl.train`` on the CPU smoke experiment; ``kill_when(root)`` (polled)
+    SIGKILLs the run and everything it started when it returns true."""
+    import signal
+
     started = time.monotonic()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
-    result = subprocess.run([sys.executable, "-m", "terminal_rl.train", *CPU_SMOKE_RUN, f"run.output_root={root}", *overrides],
-                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-    return result, time.monotonic() - started
+    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    process = subprocess.Popen([sys.executable, "-m", "terminal_rl.train", *CPU_SMOKE_RUN, f"run.output_root={root}",
+                                *overrides], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**env, "TERMINAL_RL_FAULT_TASK": SESSION_FAULT}, start_new_session=True)
+    if kill_when is not None:
+        while process.poll() is None and not kill_when(root):
+            time.sleep(0.2)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr), time.monotonic() - started
 
 
 def random_judge(body):
@@ -86,15 +156,30 @@ def random_judge(body):
     return verdict(todo_planning=round(random.random(), 2), phase_adherence=round(random.random(), 2))
 
 
+def checkpointed(step: int):
+    """True once the run's checkpoint of ``step`` is the one a resume would find."""
+    def ready(root) -> bool:
+        latest = Path(root) / "ci" / "checkpoints" / "latest_checkpointed_iteration.txt"
+        return latest.is_file() and latest.read_text().strip() == str(step)
+
+    return ready
+
+
 @pytest.fixture(scope="session")
-def cpu_run(tmp_path_factory):
-    """The CPU end-to-end run (experiment=cpu_smoke, 2 steps, then a resume to step 3), shared by
-    every test that needs a trained run's outputs: it is the most expensive thing CI does."""
+def cpu_run(tmp_path_factory, tbrl_csv):
+    """The CPU end-to-end run shared by every test that needs a trained run's outputs (the most
+    expensive thing CI does): experiment=cpu_smoke on the smoke tasks plus two faulty ones, 4 steps.
+    The first launch is SIGKILLed right after step 2's checkpoint is saved (before its validation and
+    metrics); a second launch resumes from that checkpoint and finishes steps 3 and 4."""
     root = tmp_path_factory.mktemp("train")
+    tasks = fault_task_csv(tbrl_csv, root / "fault_tasks.csv")
+    overrides = [f"task_set.path={tasks}", f"task_set.task_ids=[{','.join(SMOKE_TASKS + [IMAGE_FAULT, SESSION_FAULT])}]",
+                 "trainer.total_training_steps=4",
+                 '+hardware.env.VERL_USE_EXTERNAL_MODULES="terminal_rl.integrations.verl.plugin,tests.training.faults"']
     with FakeLLMServer(random_judge) as judge:
-        first, first_sec = train_cpu_smoke(root, "trainer.total_training_steps=2", f"judge.base_url={judge.base_url}")
-        assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
-        resumed, resumed_sec = train_cpu_smoke(root, "trainer.total_training_steps=3", f"judge.base_url={judge.base_url}")
+        first, first_sec = train_cpu_smoke(root, *overrides, f"judge.base_url={judge.base_url}", kill_when=checkpointed(2))
+        assert first.returncode == -9, first.stdout[-4000:] + first.stderr[-4000:]
+        resumed, resumed_sec = train_cpu_smoke(root, *overrides, f"judge.base_url={judge.base_url}")
         assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
         judge_calls = len(judge.requests)
     return {"dir": root / "ci", "first": first, "resumed": resumed, "seconds": (first_sec, resumed_sec),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from dataclasses import replace
 
@@ -33,3 +34,22 @@ def served_overrides(root, port, command="[python,-m,tests.fake_vllm,--model,${s
     return ["policy=token", "serve=vllm", f"serve.model={bundled_qwen3_tokenizer_dir()}", f"serve.port={port}",
             f"serve.command={command}", "serve.ready_timeout_sec=60", "task_set=tbrl_smoke", f"task_ids=[{SERVED_TASK}]",
             "run.id=served", f"run.output_root={root}"]
+
+
+class LocalActor:
+    """An object called the way a Ray actor is (``await actor.method.remote(...)``), in-process."""
+
+    def __init__(self, target):
+        self._target = target
+
+    def __getattr__(self, name):
+        method = getattr(self._target, name)
+
+        class _Remote:
+            @staticmethod
+            def remote(*args, **kwargs):
+                future = asyncio.get_running_loop().create_future()
+                future.set_result(method(*args, **kwargs))
+                return future
+
+        return _Remote

@@ -1,51 +1,87 @@
-"""Run one episode end to end: sandbox up, policy and episode in turn, verify, sandbox removed.
+"""Run one episode end to end: sandbox up, policy and episode in turn, verify, sandbox removed. The one
+episode driver of evaluation, filtering and training (verl's agent loop calls it too).
 
-The container is removed before this returns, so nothing downstream (the judge) holds one.
+The container is removed before this returns, so nothing downstream (the judge) holds one. Nothing
+escapes: every failure ends the episode with a termination, so a caller waiting on a group of
+episodes never waits forever. The model server's failures are ``policy_error``; everything else that
+goes wrong (the sandbox, the verifier, the engine, a bug) is ``sandbox_error``; a run past its
+deadline is ``sandbox_error`` too. Both are infrastructure failures: never scored, masked in training.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 
-from terminal_rl.agent.episode import INFRASTRUCTURE_ERRORS, Episode, EpisodeLimits
-from terminal_rl.agent.policies.base import Policy, PolicyError
+from terminal_rl.agent.episode import Episode, EpisodeLimits
+from terminal_rl.agent.policies.base import ContextExhausted, Policy, PolicyError
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.sandbox.verifier import verify
-from terminal_rl.tasks.model import Task
+from terminal_rl.tasks.model import Limits, Task
+
+log = logging.getLogger(__name__)
+
+
+def episode_deadline_sec(limits: Limits, grace_sec: float) -> float:
+    """The longest an episode under ``limits`` may take: building its image, the agent's budget, the
+    verifier's, plus a grace."""
+    return limits.build_timeout_sec + limits.agent_timeout_sec + limits.verifier_timeout_sec + grace_sec
 
 
 async def run_episode(task: Task, factory: SandboxFactory, protocol: ActionProtocol, policy: Policy,
-                      limits: EpisodeLimits, rollout_id: str = "") -> Trajectory:
-    trajectory = Trajectory(task.id, task.content_hash, protocol.prompt_id, policy.name, started_at=time.time())
+                      limits: EpisodeLimits, rollout_id: str = "", deadline_sec: float | None = None) -> Trajectory:
+    started = time.time()
+    record = Trajectory(task.id, task.content_hash, protocol.prompt_id, policy.name, started_at=started)
+    holder = [record]  # the episode's own record, once it exists
+    deadline = deadline_sec or episode_deadline_sec(task.limits, factory.config.container.grace_sec)
     try:
-        async with factory.task_sandbox(task, rollout_id) as sandbox:
-            episode = Episode(task, sandbox, protocol, limits, policy.name)
-            trajectory = episode.trajectory
-            messages = await episode.start()
-            session = policy.session(task)
-            context_tokens = 0
-            while not episode.done:
-                max_tokens = episode.turn_max_tokens(context_tokens)
-                if max_tokens <= 0:
-                    episode.end(Termination.CONTEXT_EXHAUSTED, f"{context_tokens} tokens in context")
-                    break
-                try:
-                    reply = await session.reply(messages, max_tokens)
-                except PolicyError as error:
-                    episode.end(Termination.POLICY_ERROR, str(error))
-                    break
-                context_tokens = reply.context_tokens or context_tokens
-                outcome = await episode.step(reply.text, context_tokens=reply.context_tokens,
-                                             completion_tokens=reply.completion_tokens)
-                if outcome.observation is not None:
-                    messages = [*messages, {"role": "assistant", "content": reply.text}, outcome.observation]
-                trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + reply.cost_usd
-            if not Termination(trajectory.termination).infrastructure:
-                trajectory.verification = (await verify(sandbox, task)).to_dict()
-    except INFRASTRUCTURE_ERRORS as error:
-        trajectory.termination = Termination.SANDBOX_ERROR.value
-        trajectory.termination_detail = f"{type(error).__name__}: {error}"
-    trajectory.duration_sec = time.time() - trajectory.started_at
+        await asyncio.wait_for(_run(task, factory, protocol, policy, limits, rollout_id, holder), deadline)
+    except TimeoutError:
+        _fail(holder[0], Termination.SANDBOX_ERROR, f"episode exceeded its deadline of {deadline:.0f}s")
+    except PolicyError as error:
+        _fail(holder[0], Termination.POLICY_ERROR, str(error))
+    except Exception as error:  # anything else: the environment failed, never the agent
+        log.warning("episode of %s failed", task.id, exc_info=True)
+        _fail(holder[0], Termination.SANDBOX_ERROR, f"{type(error).__name__}: {error}")
+    trajectory = holder[0]
+    trajectory.duration_sec = time.time() - started
     return trajectory
+
+
+async def _run(task: Task, factory: SandboxFactory, protocol: ActionProtocol, policy: Policy, limits: EpisodeLimits,
+               rollout_id: str, holder: list[Trajectory]) -> None:
+    async with factory.task_sandbox(task, rollout_id) as sandbox:
+        episode = Episode(task, sandbox, protocol, limits, policy.name)
+        holder[0] = trajectory = episode.trajectory
+        messages = await episode.start()
+        session = policy.session(task)
+        context_tokens = 0
+        while not episode.done:
+            max_tokens = episode.turn_max_tokens(context_tokens)
+            if max_tokens <= 0:
+                episode.end(Termination.CONTEXT_EXHAUSTED, f"{context_tokens} tokens in context")
+                break
+            try:
+                reply = await session.reply(messages, max_tokens)
+            except ContextExhausted as error:
+                episode.end(Termination.CONTEXT_EXHAUSTED, str(error))
+                break
+            except PolicyError as error:
+                episode.end(Termination.POLICY_ERROR, str(error))
+                break
+            context_tokens = reply.context_tokens or context_tokens
+            outcome = await episode.step(reply.text, context_tokens=reply.context_tokens,
+                                         completion_tokens=reply.completion_tokens)
+            if outcome.observation is not None:
+                messages = [*messages, {"role": "assistant", "content": reply.text}, outcome.observation]
+            trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + reply.cost_usd
+        if not Termination(trajectory.termination).infrastructure:
+            trajectory.verification = (await verify(sandbox, task)).to_dict()
+
+
+def _fail(trajectory: Trajectory, reason: Termination, detail: str) -> None:
+    trajectory.termination, trajectory.termination_detail = reason.value, detail
+    trajectory.verification = None

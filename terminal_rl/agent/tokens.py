@@ -1,20 +1,50 @@
-"""Conversation -> token ids, in one place, for every token-level driver (evaluation and training).
+"""Conversation -> token ids, in one place, for every token-level driver (the evaluation's token policy
+and verl's agent loop), in one of two histories (``agent.history``):
 
-A chat API re-renders the whole history through the chat template each turn (Qwen3's drops earlier
-``<think>`` blocks), which silently changes what the model conditioned on: training goes off-policy.
-Here the model's own tokens are kept as generated, and only each new observation is tokenised, as
-the chat template renders it after an assistant turn.
+* ``append``: one growing sequence, one training sample per episode. The model's tokens are kept
+  exactly as generated; each new observation is tokenised as the chat template renders it after a
+  model turn (from just after the turn's end-of-turn token through the next generation prompt).
+* ``per_turn``: each turn's prompt is the chat template's own rendering of the history so far, kept
+  as a chat API client keeps it (``chat_api_content``: the reply without its leading reasoning), so
+  the prompt is exactly what litellm, vLLM's chat endpoint and the Terminal-Bench harnesses send; one
+  training sample per turn.
+
+The two agree token for token except where Qwen3's template is not append-only: it re-renders every
+earlier assistant turn without its reasoning, i.e. without the text up to the turn's last
+``</think>`` and the newlines after it (the empty think block its generation prompt inserts when
+thinking is off, the model's reasoning when it is on). ``drop_earlier_reasoning`` states exactly that
+rewrite on token ids, so both sides can be compared after applying it.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 
-# A fixed conversation used to find how the template renders a message that follows a model turn.
-_PROBE = [{"role": "user", "content": "probe"}, {"role": "assistant", "content": "probe"}]
+# The model turn the template renders observations after; unique text, so its end is found exactly.
+_PROBE_TURN = "terminal_rl probe turn"
+_PROBE = [{"role": "user", "content": "probe"}, {"role": "assistant", "content": _PROBE_TURN}]
+
+
+# litellm's rule for a reply's reasoning (litellm_core_utils/prompt_templates/reasoning_utils.py,
+# parse_content_for_reasoning, l. 357-364): a leading <think>...</think> block is the reasoning, the
+# rest (unstripped) the content.
+_REASONING = re.compile(r"<(?:think|thinking|budget:thinking)>(.*?)</(?:think|thinking|budget:thinking)>(.*)", re.DOTALL)
+
+
+def chat_api_content(text: str) -> str:
+    """A reply as a chat API client keeps it in the history: without its leading reasoning block."""
+    match = _REASONING.match(text)
+    return match.group(2) if match else text
+
+
+class History(StrEnum):
+    APPEND = "append"
+    PER_TURN = "per_turn"
 
 
 def bundled_qwen3_tokenizer_dir() -> Path:
@@ -39,21 +69,31 @@ class ChatTokenizer:
         self.tokenizer = tokenizer
         self.enable_thinking = enable_thinking
         self.eos_id: int = tokenizer.eos_token_id
-        probe = self._render(_PROBE, generation_prompt=False)
-        # Where a rendered model turn ends: right after its end-of-turn token.
-        self._probe_cut = probe.rindex(tokenizer.eos_token) + len(tokenizer.eos_token)
+        self.think_end_id: int | None = tokenizer.get_vocab().get("</think>")
+        self.assistant_header: list[int] = self._encode("<|im_start|>assistant\n")
+        self._newline_only: dict[int, bool] = {}
 
     def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
-        """The first prompt: the messages rendered with the generation prompt."""
+        """The template's own rendering of ``messages`` with the generation prompt."""
         return self._encode(self._render(messages, generation_prompt=True))
 
     def observation_ids(self, messages: list[dict[str, str]]) -> list[int]:
-        """Tokens that follow a model turn's end-of-turn token for new ``messages``, up to and including
-        the next generation prompt (for Qwen3: "\\n<|im_start|>user\\n...<|im_end|>\\n<|im_start|>assistant\\n")."""
-        return self._encode(self._render(_PROBE + messages, generation_prompt=True)[self._probe_cut :])
+        """Tokens the template puts after a model turn's end-of-turn token for new ``messages``, up to
+        and including the next generation prompt (for Qwen3: "\\n<|im_start|>user\\n...<|im_end|>\\n
+        <|im_start|>assistant\\n"). Measured on one rendering, in which the probe turn is not the last
+        message, so it is rendered as every earlier model turn is."""
+        rendered = self._render(_PROBE + messages, generation_prompt=True)
+        end_of_turn = self.tokenizer.eos_token
+        cut = rendered.index(end_of_turn, rendered.index(_PROBE_TURN)) + len(end_of_turn)
+        return self._encode(rendered[cut:])
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def is_newline_only(self, token_id: int) -> bool:
+        if token_id not in self._newline_only:
+            self._newline_only[token_id] = self.tokenizer.decode([token_id]).strip("\n") == ""
+        return self._newline_only[token_id]
 
     def _render(self, messages, generation_prompt: bool) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt,
@@ -63,37 +103,151 @@ class ChatTokenizer:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
 
+def drop_earlier_reasoning(ids: list[int], chat: ChatTokenizer) -> list[int]:
+    """Qwen3's one non-append-only rewrite, on token ids: in every *completed* assistant turn (header
+    ``<|im_start|>assistant\\n`` ... end-of-turn token), drop the tokens through its last ``</think>``
+    and the newline-only tokens after it. An open turn (the generation prompt at the end) is kept."""
+    header, out, i = chat.assistant_header, [], 0
+    while i < len(ids):
+        if ids[i : i + len(header)] != header:
+            out.append(ids[i])
+            i += 1
+            continue
+        start = i + len(header)
+        end = next((j for j in range(start, len(ids)) if ids[j] == chat.eos_id), None)
+        if end is None:
+            out += ids[i:]
+            break
+        body = ids[start:end]
+        if chat.think_end_id in body:
+            body = body[len(body) - body[::-1].index(chat.think_end_id):]
+            while body and chat.is_newline_only(body[0]):
+                body = body[1:]
+        out += header + body + [chat.eos_id]
+        i = end + 1
+    return out
+
+
 @dataclass
-class TokenConversation:
-    """Prompt ids plus the growing response: model tokens (mask 1) and observation tokens (mask 0).
+class TokenSample:
+    """One training sample. Shapes: ``response_ids``, ``response_mask`` and (when the server gave them)
+    ``response_logprobs`` have one entry per response token; mask 1 marks the model's own tokens."""
 
-    Shapes: ``response_ids`` and ``response_mask`` have the same length; ``ids`` = prompt + response.
-    """
-
-    chat: ChatTokenizer
     prompt_ids: list[int]
     response_ids: list[int] = field(default_factory=list)
     response_mask: list[int] = field(default_factory=list)
+    response_logprobs: list[float] | None = field(default_factory=list)
+    # The weights versions (verl's global step) that wrote the first and the last model turn here.
+    first_version: int | None = None
+    last_version: int | None = None
 
-    @classmethod
-    def start(cls, chat: ChatTokenizer, messages: list[dict[str, str]]) -> TokenConversation:
-        return cls(chat, chat.prompt_ids(messages))
+    def add(self, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
+        """Append ``ids`` with loss mask ``mask``; the model's tokens (mask 1) bring their log-probs."""
+        self.response_ids += ids
+        self.response_mask += [mask] * len(ids)
+        if self.response_logprobs is None:
+            return
+        if mask and logprobs is None:  # the server gave none: none at all, never made-up zeros
+            self.response_logprobs = None
+        else:
+            self.response_logprobs += list(logprobs) if mask else [0.0] * len(ids)
+
+    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None,
+                       eos_id: int) -> None:
+        """The model's tokens as generated; a turn cut off by the token cap is closed with the
+        end-of-turn token (mask 0: the model did not write it)."""
+        self.add(list(token_ids), 1, logprobs)
+        if not token_ids or token_ids[-1] != eos_id:
+            self.add([eos_id], 0)
+        if version is not None:
+            self.first_version = version if self.first_version is None else self.first_version
+            self.last_version = version
+
+
+class TokenHistory:
+    """The conversation at the token level: prompts for the next turn, and the training samples."""
+
+    def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
+        self.chat = chat
+        self.messages = list(messages)
+        self.samples: list[TokenSample] = []
+
+    def prompt_ids(self) -> list[int]:
+        """What the model is asked to continue for its next turn."""
+        raise NotImplementedError
+
+    def response_room(self, response_length: int) -> int:
+        """Tokens the next turn may add within verl's response length of one sample."""
+        raise NotImplementedError
+
+    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
+        """Record the model's turn (see ``TokenSample.add_model_turn``) and add it to the messages."""
+        raise NotImplementedError
+
+    def add_observation(self, messages: list[dict[str, str]]) -> None:
+        self.messages += messages
 
     @property
-    def ids(self) -> list[int]:
-        return self.prompt_ids + self.response_ids
+    def context_tokens(self) -> int:
+        """Tokens the model has seen and written so far (prompt and response of the latest sample)."""
+        last = self.samples[-1]
+        return len(last.prompt_ids) + len(last.response_ids)
 
-    def add_model_turn(self, token_ids: list[int]) -> None:
-        """Append the model's tokens as generated; close a turn cut off by the token cap with the
-        end-of-turn token (mask 0: the model did not write it)."""
-        self.response_ids += token_ids
-        self.response_mask += [1] * len(token_ids)
-        if not token_ids or token_ids[-1] != self.chat.eos_id:
-            self.response_ids.append(self.chat.eos_id)
-            self.response_mask.append(0)
+    def _add_message(self, token_ids: list[int]) -> None:
+        self.messages.append({"role": "assistant", "content": chat_api_content(self.chat.decode(list(token_ids)))})
 
-    def add_observation(self, messages: list[dict[str, str]]) -> list[int]:
-        ids = self.chat.observation_ids(messages)
-        self.response_ids += ids
-        self.response_mask += [0] * len(ids)
-        return ids
+
+class AppendHistory(TokenHistory):
+    """``agent.history=append``: one sample whose response holds every turn and observation."""
+
+    def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
+        super().__init__(chat, messages)
+        self.samples = [TokenSample(chat.prompt_ids(messages))]
+
+    def prompt_ids(self) -> list[int]:
+        sample = self.samples[0]
+        return sample.prompt_ids + sample.response_ids
+
+    def response_room(self, response_length: int) -> int:
+        return response_length - len(self.samples[0].response_ids)
+
+    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
+        self.samples[0].add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
+        self._add_message(token_ids)
+
+    def add_observation(self, messages: list[dict[str, str]]) -> None:
+        super().add_observation(messages)
+        self.samples[0].add(self.chat.observation_ids(messages), 0)
+
+
+class PerTurnHistory(TokenHistory):
+    """``agent.history=per_turn``: each turn's prompt is the template's rendering of the history;
+    one sample per turn (its response: that turn's tokens)."""
+
+    def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
+        super().__init__(chat, messages)
+        self._prompt: tuple[int, list[int]] = (-1, [])
+
+    def prompt_ids(self) -> list[int]:
+        if self._prompt[0] != len(self.messages):  # rendered once per turn
+            self._prompt = (len(self.messages), self.chat.prompt_ids(self.messages))
+        return self._prompt[1]
+
+    def response_room(self, response_length: int) -> int:
+        return response_length
+
+    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
+        sample = TokenSample(self.prompt_ids())
+        sample.add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
+        self.samples.append(sample)
+        self._add_message(token_ids)
+
+    @property
+    def context_tokens(self) -> int:
+        return super().context_tokens if self.samples else 0
+
+
+def make_history(kind: str, chat: ChatTokenizer, messages: list[dict[str, str]]) -> TokenHistory:
+    if kind not in {h.value for h in History}:
+        raise ValueError(f"agent.history={kind!r} is not one of {[h.value for h in History]}")
+    return (AppendHistory if kind == History.APPEND else PerTurnHistory)(chat, messages)

@@ -1,6 +1,6 @@
 """Curriculum CLI.
 
-    python -m terminal_rl.curriculum plot curriculum=judge_anneal [--out FILE]
+    python -m terminal_rl.curriculum plot curriculum=judge_anneal [total_steps=N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     args, overrides = parser.parse_known_args(argv)
     cfg = compose("curriculum_cli", overrides)
     name = next((o.split("=", 1)[1] for o in overrides if o.startswith("curriculum=")), "judge_anneal")
-    schedule = schedule_from_config(OmegaConf.to_container(cfg.curriculum, resolve=True))
-    out = plot_schedule(schedule, name, args.out or Path(f"curriculum_{name}.png"))
+    schedule = schedule_from_config(OmegaConf.to_container(cfg.curriculum, resolve=True), int(cfg.total_steps))
+    out = plot_schedule(schedule, name, args.out or Path(f"curriculum_{name}.png"), int(cfg.total_steps))
     print(f"wrote {out}")
     return 0
 

@@ -1,7 +1,7 @@
 """Plot a schedule: difficulty mix and judge weights against training steps (PNG).
 
-Stages are assumed to run to their ``max_steps`` (performance gates can only shorten them); the
-training run saves the same plot for the schedule it actually used.
+Stages are assumed to run to their ``max_steps`` (performance gates can only shorten them), the last
+to the end of the run; the training run saves the same plot for the schedule it actually used.
 """
 
 from __future__ import annotations
@@ -10,24 +10,21 @@ from pathlib import Path
 
 from terminal_rl.curriculum.schedule import DIFFICULTIES, CurriculumState, Schedule
 
-LAST_STAGE_STEPS = 200
-
-
-def timeline(schedule: Schedule) -> list[int]:
-    """The stage index at each step."""
+def timeline(schedule: Schedule, total_steps: int) -> list[int]:
+    """The stage index at each of the run's ``total_steps`` steps."""
     stages = []
     for index, stage in enumerate(schedule.stages):
-        stages += [index] * (stage.max_steps or LAST_STAGE_STEPS)
-    return stages
+        stages += [index] * (stage.max_steps or max(0, total_steps - len(stages)))
+    return stages[:total_steps]
 
 
-def plot_schedule(schedule: Schedule, name: str, out: Path) -> Path:
+def plot_schedule(schedule: Schedule, name: str, out: Path, total_steps: int) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = timeline(schedule)
+    steps = timeline(schedule, total_steps)
     mixes = [schedule.difficulty_mix(CurriculumState(s)) or {d: 0.25 for d in DIFFICULTIES} for s in steps]
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     top.stackplot(range(len(steps)), *[[m[d] for m in mixes] for d in DIFFICULTIES], labels=DIFFICULTIES, alpha=0.8)

@@ -1,7 +1,8 @@
 """The task sampler: the one owner of every change to the sampling pool.
 
 Order, applied to every draw:
-1. the offline keep-list (``data_filter=pass_rate``) restricts the task set;
+1. the offline keep-list (``data_filter=pass_rate``) restricts the task set, and tasks that cannot
+   run here (their image does not build) leave it for the whole run;
 2. parked tasks (``data_filter=periodic_pass_rate``: mastered or untouchable for now) are left out;
 3. a difficulty level is drawn with the stage's weights, then a task uniformly within that level.
    When a level's bucket is empty (none of its tasks survived 1-2), its weight is shared among the
@@ -26,6 +27,8 @@ class TaskSampler:
     difficulties: Mapping[str, str]
     seed: int
     keep: frozenset[str] | None = None
+    # Tasks whose image does not build here: out of the pool for good (re-read, not checkpointed).
+    unavailable: frozenset[str] = frozenset()
     parked: set[str] = field(default_factory=set)
     draws: int = 0
 
@@ -33,7 +36,7 @@ class TaskSampler:
         ids = sorted(self.difficulties)
         if self.keep is not None:
             ids = [t for t in ids if t in self.keep]
-        return [t for t in ids if t not in self.parked]
+        return [t for t in ids if t not in self.parked and t not in self.unavailable]
 
     def draw(self, mix: Mapping[str, float]) -> str:
         """The next task id under difficulty ``mix`` (see the module docstring for the rules)."""

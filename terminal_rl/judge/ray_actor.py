@@ -29,8 +29,8 @@ class JudgeActor:
     async def judge(self, request: JudgeRequest) -> dict:
         return (await self.service.judge(request)).to_dict()
 
-    async def judge_group(self, requests: list[JudgeRequest], test_scores: list[float]) -> list[dict]:
-        return [j.to_dict() for j in await self.service.judge_group(requests, test_scores)]
+    async def judge_group(self, requests: list[JudgeRequest]) -> list[dict]:
+        return [j.to_dict() for j in await self.service.judge_group(requests)]
 
     def metrics(self) -> dict[str, float]:
         return self.service.metrics()

@@ -93,7 +93,6 @@ class JudgeStats:
     cache_hits: int = 0
     judged: int = 0
     missing: int = 0
-    skipped_groups: int = 0
     budget_refusals: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -110,8 +109,8 @@ class JudgeService:
         self._slots = asyncio.Semaphore(config.concurrency)
         self._cache: dict[str, dict] = self._load_cache()
 
-    # The backend is re-read from the control file on every request (one stat and a small read),
-    # so a `judge switch` applies to the very next judgement.
+    # The backend is re-read from the control file for every group (one stat and a small read), so
+    # a `judge switch` applies from the next group on, never inside one.
     @property
     def backend(self) -> JudgeBackend:
         return read_backend(self.control_dir, self.config.default_backend)
@@ -122,17 +121,14 @@ class JudgeService:
         over_tokens = config.budget_tokens > 0 and stats.prompt_tokens + stats.completion_tokens >= config.budget_tokens
         return not (over_usd or over_tokens)
 
-    async def judge_group(self, requests: list[JudgeRequest], test_scores: list[float]) -> list[Judgement]:
-        """Judge a GRPO group, or skip it when its test scores already separate the rollouts."""
-        if self.config.only_unseparated_groups and len(set(test_scores)) > 1:
-            self.stats.skipped_groups += 1
-            return [Judgement(None, self.backend.label, missing_reason="skipped: tests separate the group")
-                    for _ in requests]
-        return list(await asyncio.gather(*(self.judge(r) for r in requests)))
-
-    async def judge(self, request: JudgeRequest) -> Judgement:
-        self.stats.requests += 1
+    async def judge_group(self, requests: list[JudgeRequest]) -> list[Judgement]:
+        """Judge a GRPO group, every sample by the same backend."""
         backend = self.backend
+        return list(await asyncio.gather(*(self.judge(r, backend) for r in requests)))
+
+    async def judge(self, request: JudgeRequest, backend: JudgeBackend | None = None) -> Judgement:
+        self.stats.requests += 1
+        backend = backend or self.backend
         key = self.cache_key(backend, request)
         if key in self._cache:
             self.stats.cache_hits += 1

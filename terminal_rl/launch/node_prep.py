@@ -62,5 +62,5 @@ def build_task_images(cfg: DictConfig, sandbox, run: RunContext) -> dict[str, st
     tasks = validate_tasks(loaded.tasks, loaded.problems).valid
     docker = AsyncDocker(docker_client(sandbox.docker_host), sandbox.docker_threads)
     images = TaskImages(docker, sandbox.build, run.image_cache_dir / "locks")
-    outcomes = asyncio.run(build_all(images, tasks, run.shared_dir / "image_builds.json", jobs=sandbox.build.jobs))
+    outcomes = asyncio.run(build_all(images, tasks, run.image_report, jobs=sandbox.build.jobs))
     return {o.task_id: o.image for o in outcomes if o.ok}

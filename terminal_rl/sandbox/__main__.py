@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
     loaded = load_task_set(task_set_config(cfg.task_set))
     tasks = [t for t in validate_tasks(loaded.tasks, loaded.problems).valid if not args.only or t.id in args.only]
-    report_path = args.report or run.shared_dir / "image_builds.json"
+    report_path = args.report or run.image_report
     docker = AsyncDocker(docker_client(sandbox.docker_host), max(2, args.jobs))
     images = TaskImages(docker, sandbox.build, run.image_cache_dir / "locks")
 

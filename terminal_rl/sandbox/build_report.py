@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 from collections import Counter
@@ -57,13 +58,16 @@ def classify(reason: str, log_tail: str) -> str:
 
 
 async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jobs: int = 1,
-                    progress=None, discard: bool = False) -> list[BuildOutcome]:
-    """Build ``tasks`` with ``jobs`` builds at once, rewriting the JSON report after each one.
+                    progress=None, discard: bool = False, known: list[BuildOutcome] = (),
+                    total: int | None = None) -> list[BuildOutcome]:
+    """Build ``tasks`` with ``jobs`` builds at once, rewriting the JSON report after each one (with the
+    ``known`` outcomes of earlier builds of the same set of ``total`` tasks).
 
     ``discard`` removes each image once built: a report over hundreds of tasks needs only the
     outcome, and their images together need more disk than most nodes have.
     """
-    outcomes: list[BuildOutcome] = []
+    outcomes: list[BuildOutcome] = list(known)
+    total = total or len(tasks)
     slots = asyncio.Semaphore(jobs)
 
     async def one(task: Task) -> None:
@@ -78,12 +82,12 @@ async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jo
                 outcome = BuildOutcome(task.id, False, False, time.monotonic() - started, reason=error.reason,
                                        category=classify(error.reason, error.log_tail), log_tail=error.log_tail)
             outcomes.append(outcome)
-            write_report(outcomes, len(tasks), report_path)
+            write_report(outcomes, total, report_path)
             if progress:
                 progress(outcome)
 
     await asyncio.gather(*(one(task) for task in tasks))
-    return outcomes
+    return outcomes[len(known):]
 
 
 def write_report(outcomes: list[BuildOutcome], total: int, path: Path) -> None:
@@ -94,8 +98,18 @@ def write_report(outcomes: list[BuildOutcome], total: int, path: Path) -> None:
         "outcomes": [asdict(o) for o in sorted(outcomes, key=lambda o: o.task_id)],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    path.with_suffix(".md").write_text(markdown(summary), encoding="utf-8")
+    for target, text in ((path, json.dumps(summary, indent=2) + "\n"), (path.with_suffix(".md"), markdown(summary))):
+        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")  # readers (the trainer) see whole files only
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(target)
+
+
+def failed_tasks(path: Path) -> dict[str, str]:
+    """Task id -> why its image did not build, from a report (none yet: nothing failed)."""
+    if not path.is_file():
+        return {}
+    outcomes = json.loads(path.read_text(encoding="utf-8"))["outcomes"]
+    return {o["task_id"]: f"{o['category']}: {o['reason']}" for o in outcomes if not o["ok"]}
 
 
 def markdown(summary: dict) -> str:

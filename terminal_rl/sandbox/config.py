@@ -19,7 +19,7 @@ class BaseImagesConfig:
 
 @dataclass(frozen=True)
 class BuildConfig:
-    inject_ca: bool
+    inject_ca: bool | str
     ca_bundle: str
     forward_env: list[str]
     log_tail_lines: int

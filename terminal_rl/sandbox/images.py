@@ -4,10 +4,13 @@ The tag is derived from a hash of everything that goes into the build (Dockerfil
 injected CA bundle and forwarded settings), so an unchanged task is a cache hit and a changed one
 rebuilds. A file lock per hash on the node-local image cache makes concurrent requests (threads,
 or the several rollout-worker processes sharing one daemon) build it once; the others wait and reuse.
+A build that failed is not tried again by this node's later requests: its failure is kept beside
+the lock (delete ``<hash>.failed`` in the image cache to retry).
 
 Builds never pull an image that exists locally (``pull=False``); base images come from
 ``base_images.py``. Behind a TLS-intercepting proxy, ``build.inject_ca`` copies the host's CA bundle
-into every stage and points pip, requests, curl and apt at it.
+into every stage and points pip, requests, curl and apt at it; ``auto`` does so exactly when the host
+itself points pip/requests/SSL at a bundle of its own (``CA_VARIABLES``), as such proxies require.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ _CA_LINES = (
     f"ENV PIP_CERT={_CA_PATH} REQUESTS_CA_BUNDLE={_CA_PATH} SSL_CERT_FILE={_CA_PATH} CURL_CA_BUNDLE={_CA_PATH}\n"
 )
 _FROM = re.compile(r"^\s*FROM\s", re.IGNORECASE)
+# Host variables that name a CA bundle for pip, requests, OpenSSL and curl (inject_ca=auto).
+CA_VARIABLES = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE")
 
 
 class ImageBuildError(RuntimeError):
@@ -95,14 +100,27 @@ def build_inputs(task: Task, config: BuildConfig, environ: dict[str, str] | None
         raise ValueError(f"task {task.id!r} names an image, it has no Dockerfile to build")
     context = dict(task.environment.build_context)
     build_args = {name: environ[name] for name in config.forward_env if environ.get(name)}
-    if config.inject_ca:
-        bundle = project_path(config.ca_bundle)
-        if not bundle.is_file():
-            raise FileNotFoundError(f"sandbox.build.ca_bundle={config.ca_bundle} does not exist")
+    bundle = ca_bundle(config, environ)
+    if bundle is not None:
         context[CA_FILE] = bundle.read_bytes()
         context[APT_CA_FILE] = f'Acquire::https::CAInfo "{_CA_PATH}";\n'.encode()
-    context["Dockerfile"] = _with_build_settings(dockerfile, config.inject_ca, sorted(build_args)).encode()
+    context["Dockerfile"] = _with_build_settings(dockerfile, bundle is not None, sorted(build_args)).encode()
     return BuildInputs(context, build_args)
+
+
+def ca_bundle(config: BuildConfig, environ: dict[str, str]) -> Path | None:
+    """The CA bundle to inject into builds, or None (``build.inject_ca``: true, false or auto)."""
+    if config.inject_ca == "auto":
+        named = [Path(environ[name]) for name in CA_VARIABLES if environ.get(name)]
+        return next((path for path in named if path.is_file()), None)
+    if config.inject_ca not in (True, False):
+        raise ValueError(f"sandbox.build.inject_ca={config.inject_ca!r} must be true, false or auto")
+    if not config.inject_ca:
+        return None
+    bundle = project_path(config.ca_bundle)
+    if not bundle.is_file():
+        raise FileNotFoundError(f"sandbox.build.ca_bundle={config.ca_bundle} does not exist")
+    return bundle
 
 
 def image_tag(task: Task, inputs: BuildInputs) -> str:
@@ -150,6 +168,7 @@ class TaskImages:
             True if this call built the image, False if another holder of the lock did.
         """
         self._lock_dir.mkdir(parents=True, exist_ok=True)
+        failure = self._lock_dir / f"{inputs.build_hash}.failed"
         with open(self._lock_dir / f"{inputs.build_hash}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
@@ -157,7 +176,14 @@ class TaskImages:
                 return False
             except ImageNotFound:
                 pass
-            self._build(task, inputs, tag)
+            if failure.is_file():
+                recorded = json.loads(failure.read_text(encoding="utf-8"))
+                raise ImageBuildError(task.id, recorded["reason"], recorded["log_tail"])
+            try:
+                self._build(task, inputs, tag)
+            except ImageBuildError as error:
+                failure.write_text(json.dumps({"reason": error.reason, "log_tail": error.log_tail}), encoding="utf-8")
+                raise
             return True
 
     def _build(self, task: Task, inputs: BuildInputs, tag: str) -> None:

@@ -4,17 +4,21 @@ that shape a group's advantages need the whole group.
 * Infrastructure failures (sandbox or model server) are not the agent's: a group with any such
   rollout is *masked* (every sample gets the same reward and no loss tokens), never trained on as 0.
 * The judge is asked once per group (after every container is gone), and only when a judge weight
-  is in use; with ``judge.only_unseparated_groups`` only groups whose test scores are all equal.
+  is in use; with ``judge.only_unseparated_groups`` only groups whose test scores are all equal (the
+  others keep their test reward). A judge that fails is a missing judgement, never a failed group.
 * A sample the judge could not grade makes the whole group fall back to the mix without the judge
   (or drop), so no group mixes judged and unjudged rewards.
 
 ``GroupBarrier`` gathers the ``n`` concurrent sessions of a prompt inside one rollout worker: each
-session submits its trajectory and awaits the group's scores.
+session submits its trajectory and awaits the group's scores. A group whose sessions have not all
+arrived ``timeout_sec`` after the first one is scored without them: the missing sessions count as
+infrastructure failures, so the group is masked and nobody waits forever.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -22,8 +26,10 @@ from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.rewards.components import ComponentScore, all_components
 from terminal_rl.rewards.mix import RewardMix, score_group
 
-# (trajectories, test scores) -> one judgement dict per trajectory (terminal_rl.judge.service.Judgement)
-JudgeGroup = Callable[[list[Trajectory], list[float]], Awaitable[list[dict]]]
+log = logging.getLogger(__name__)
+
+# trajectories -> one judgement dict per trajectory (terminal_rl.judge.service.Judgement)
+JudgeGroup = Callable[[list[Trajectory]], Awaitable[list[dict]]]
 
 
 @dataclass
@@ -38,27 +44,37 @@ class GroupScores:
     masked: bool = False
     mask_reason: str = ""
     judge_fallback: bool = False
+    # judge.only_unseparated_groups: the tests separated the group, so it was not judged.
+    judge_skipped: bool = False
     # data_filter=online_variance: the per-sample filter metric, and whether the group is dropped.
     filter_signal: list[float] | None = None
     filtered: bool = False
 
 
 async def score_rollout_group(trajectories: list[Trajectory], mix: RewardMix, max_turns: int,
-                              judge: JudgeGroup | None) -> GroupScores:
+                              judge: JudgeGroup | None, only_unseparated: bool = False) -> GroupScores:
     infrastructure = [t for t in trajectories if t.termination and Termination(t.termination).infrastructure]
     if infrastructure:
         reason = f"{len(infrastructure)} of {len(trajectories)} rollouts hit an infrastructure failure " \
                  f"({infrastructure[0].termination}: {infrastructure[0].termination_detail[:120]})"
         return _masked(trajectories, mix, max_turns, reason)
+    tests = [float((t.verification or {}).get("score", 0.0)) for t in trajectories]
+    judged = mix.weights.get("judge", 0.0) > 0 and judge is not None
+    skipped = judged and only_unseparated and len(set(tests)) > 1
+    if skipped:  # the tests already separate this group: it keeps its test reward
+        mix, judged = RewardMix({"tests": 1.0}, mix.missing), False
     judgements: list[dict | None] = [None] * len(trajectories)
-    if mix.weights.get("judge", 0.0) > 0 and judge is not None:
-        tests = [float((t.verification or {}).get("score", 0.0)) for t in trajectories]
-        judgements = list(await judge(trajectories, tests))
+    if judged:
+        try:
+            judgements = list(await judge(trajectories))
+        except Exception:  # the judge service failed: every judgement is missing, the mix decides
+            log.warning("the judge failed for a group of %s", trajectories[0].task_id, exc_info=True)
     components = [all_components(t, j, max_turns) for t, j in zip(trajectories, judgements)]
     group = score_group(components, mix)
     if group.dropped:
         return _masked(trajectories, mix, max_turns, f"dropped: judge missing for {group.missing}", judgements)
-    return GroupScores(group.rewards, components, group.weights, judgements, judge_fallback=group.fallback)
+    return GroupScores(group.rewards, components, group.weights, judgements, judge_fallback=group.fallback,
+                       judge_skipped=skipped)
 
 
 def _masked(trajectories: list[Trajectory], mix: RewardMix, max_turns: int, reason: str,
@@ -68,33 +84,59 @@ def _masked(trajectories: list[Trajectory], mix: RewardMix, max_turns: int, reas
     return GroupScores([0.0] * len(trajectories), components, dict(mix.weights), judgements, True, reason)
 
 
+def missing_session(like: Trajectory, index: int, timeout_sec: float) -> Trajectory:
+    """Stands in for a session that never reached the barrier: an infrastructure failure."""
+    return Trajectory(like.task_id, like.content_hash, like.protocol, like.policy,
+                      termination=Termination.SANDBOX_ERROR.value,
+                      termination_detail=f"session {index} did not finish within the group timeout of {timeout_sec:.0f}s",
+                      metadata={**like.metadata, "session": index})
+
+
 @dataclass
 class _Group:
     size: int
     trajectories: dict[int, Trajectory] = field(default_factory=dict)
     result: asyncio.Future | None = None
+    collected: int = 0
+    deciding: bool = False
+    timer: asyncio.TimerHandle | None = None
 
 
 class GroupBarrier:
-    """Collects the ``size`` sessions of each group id; the last arrival scores the group for all."""
+    """Collects the ``size`` sessions of each group id; the last arrival (or the timeout) scores the
+    group for all."""
 
     def __init__(self, score: Callable[[list[Trajectory]], Awaitable[GroupScores]]):
         self._score = score
         self._groups: dict[str, _Group] = {}
 
-    async def submit(self, group_id: str, size: int, index: int, trajectory: Trajectory) -> tuple[GroupScores, int]:
-        """Submit session ``index`` of a group; returns the group's scores and this sample's position."""
+    async def submit(self, group_id: str, size: int, index: int, trajectory: Trajectory,
+                     timeout_sec: float) -> tuple[GroupScores, int]:
+        """Submit session ``index`` of a group; returns the group's scores and this sample's position
+        (its index among the group's sessions)."""
+        loop = asyncio.get_running_loop()
         group = self._groups.setdefault(group_id, _Group(size))
         if group.result is None:
-            group.result = asyncio.get_running_loop().create_future()
-        group.trajectories[index] = trajectory
-        if len(group.trajectories) == group.size:
-            ordered = [group.trajectories[i] for i in sorted(group.trajectories)]
-            try:
-                group.result.set_result(await self._score(ordered))
-            except Exception as error:  # scoring failed: every waiter sees it, none hangs
-                group.result.set_exception(error)
-            finally:
-                del self._groups[group_id]
+            group.result = loop.create_future()
+            group.timer = loop.call_later(timeout_sec, lambda: loop.create_task(self._decide(group, timeout_sec)))
+        if not group.result.done() and index not in group.trajectories:
+            group.trajectories[index] = trajectory
+            if len(group.trajectories) == group.size:
+                await self._decide(group, timeout_sec)
         scores = await asyncio.shield(group.result)
-        return scores, sorted(group.trajectories).index(index)
+        group.collected += 1
+        if group.collected == group.size:
+            del self._groups[group_id]
+        return scores, index
+
+    async def _decide(self, group: _Group, timeout_sec: float) -> None:
+        if group.deciding:
+            return
+        group.deciding = True
+        group.timer.cancel()
+        known = next(iter(group.trajectories.values()))
+        ordered = [group.trajectories.get(i) or missing_session(known, i, timeout_sec) for i in range(group.size)]
+        try:
+            group.result.set_result(await self._score(ordered))
+        except Exception as error:  # scoring failed: every waiter sees it, none hangs
+            group.result.set_exception(error)

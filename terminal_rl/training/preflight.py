@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import CONF_DIR
 from terminal_rl.training.memory import estimate
@@ -77,34 +77,114 @@ def check_memory(cfg: DictConfig) -> list[str]:
         return []
     result = estimate(dict(cfg.model.architecture), hw.nodes * hw.gpus_per_node, hw.gpu_memory_gb,
                       mh.tensor_parallel, mh.ulysses_parallel, mh.micro_batch_per_gpu, mh.max_context_tokens,
-                      mh.gpu_memory_utilization, mh.param_offload, mh.optimizer_offload)
+                      mh.gpu_memory_utilization, mh.param_offload, mh.optimizer_offload,
+                      hw.attention == "flash_attention_2")
+    where = f"for {cfg.model.name} on {_hardware_name(cfg)}"
     problems = []
     if result.train_gb > hw.gpu_memory_gb:
         problems.append(f"estimated training memory {result.train_gb:.1f} GB per GPU exceeds {hw.gpu_memory_gb} GB "
-                        f"for {cfg.model.name} on {_hardware_name(cfg)}; turn on param/optimizer offload, raise "
-                        "ulysses_parallel or lower micro_batch_per_gpu")
+                        f"{where}; turn on param/optimizer offload, raise ulysses_parallel or lower micro_batch_per_gpu")
     if not result.rollout_fits:
         problems.append(f"rollout needs {result.rollout_weights_gb:.1f} GB of weights + "
                         f"{result.rollout_kv_per_sequence_gb:.1f} GB KV cache per sequence per GPU, more than "
                         f"gpu_memory_utilization x memory = {result.rollout_budget_gb:.1f} GB; raise tensor_parallel "
                         "or gpu_memory_utilization")
+    if result.rollout_gb > hw.gpu_memory_gb:
+        problems.append(f"while vLLM generates, the actor keeps {result.rollout_actor_gb:.1f} GB per GPU (fp32 weights "
+                        f"and Adam moments) beside vLLM's {result.rollout_budget_gb:.1f} GB: more than {hw.gpu_memory_gb} GB "
+                        f"{where}; lower gpu_memory_utilization or turn on param/optimizer offload")
     return problems
 
 
 def check_dataset(cfg: DictConfig) -> list[str]:
-    from terminal_rl.tasks.task_set import load_task_set, task_set_config
     from terminal_rl.tasks.loaders import TaskSourceError
-    from terminal_rl.tasks.validation import validate_tasks
 
     try:
-        loaded = load_task_set(task_set_config(cfg.task_set))
+        train, val = _split(cfg)
     except (TaskSourceError, ValueError) as error:
         return [f"task_set: {error}"]
-    report = validate_tasks(loaded.tasks, loaded.problems)
-    if not report.valid:
-        return [f"task_set {cfg.task_set.path}: no valid task ({len(report.rejected_ids)} rejected; run "
-                "`python -m terminal_rl.tasks prepare` for the report)"]
+    if not train and not val:
+        return [f"task_set {cfg.task_set.path}: no valid task (run `python -m terminal_rl.tasks prepare` for the report)"]
     return []
+
+
+def check_curriculum(cfg: DictConfig) -> list[str]:
+    """A curriculum that anneals the judge must reach its tests-only stage within the run, with every
+    stage at its full length (score gates can only make it sooner, never guarantee it)."""
+    from omegaconf import OmegaConf
+
+    from terminal_rl.curriculum.schedule import judge_free_from, run_steps, schedule_from_config
+    from terminal_rl.tasks.loaders import TaskSourceError
+
+    try:
+        train, _ = _split(cfg)
+    except (TaskSourceError, ValueError):
+        return []  # check_dataset reports it
+    steps = run_steps(len(train), cfg.data.train_batch_size, cfg.trainer.total_epochs, cfg.trainer.total_training_steps)
+    try:
+        schedule = schedule_from_config(OmegaConf.to_container(cfg.curriculum, resolve=True), steps)
+    except ValueError as error:
+        return [f"curriculum: {error}"]
+    if not schedule.anneals_judge:
+        return []
+    start = judge_free_from(schedule)
+    if start is None:
+        return ["curriculum: no stage sets every judge weight to 0 for good, so the judge never leaves the reward; "
+                "end the schedule with a tests-only stage"]
+    if start >= steps:
+        return [f"curriculum: the judge weight reaches 0 only at step {start + 1}, after the run's {steps} training "
+                "steps (trainer.total_training_steps / total_epochs); shorten the stages' fractions or train longer"]
+    return []
+
+
+def check_history(cfg: DictConfig) -> list[str]:
+    """``agent.history=per_turn`` trains several rows per trajectory: only GRPO copies a session's
+    advantage from its last row to the others (verl ``trainer/ppo/v1/utils.py`` l. 167-217)."""
+    per_row = {"grpo"}
+    if cfg.agent.history == "per_turn" and cfg.algorithm.adv_estimator not in per_row:
+        return [f"agent.history=per_turn needs an advantage estimator that gives every turn its trajectory's "
+                f"advantage ({sorted(per_row)}), not algorithm.adv_estimator={cfg.algorithm.adv_estimator}; "
+                "use agent.history=append"]
+    return []
+
+
+def check_attention(cfg: DictConfig) -> list[str]:
+    """Ulysses sequence parallelism needs flash-attention: verl's all-to-all lives in its patched
+    flash-attention forward (``models/transformers/monkey_patch.py`` l. 544-552)."""
+    sp = cfg.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
+    if sp > 1 and cfg.hardware.attention != "flash_attention_2":
+        return [f"Ulysses sequence parallelism ({sp}) needs hardware.attention=flash_attention_2 (got "
+                f"{cfg.hardware.attention}); install flash-attn (README, GPU set) or set ulysses_parallel=1"]
+    return []
+
+
+def check_flash_attention(cfg: DictConfig) -> list[str]:
+    """flash-attn is installed on this node when the run is configured to use it."""
+    import importlib.util
+
+    if cfg.hardware.attention == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
+        return ["hardware.attention=flash_attention_2 but flash-attn is not installed on this node: "
+                "`pip install --no-build-isolation flash-attn -c constraints/gpu.txt` (README, GPU set), or use "
+                "hardware.attention=sdpa with ulysses_parallel=1"]
+    return []
+
+
+def _split(cfg: DictConfig):
+    """The task set's valid tasks, split as the run will split them (loaded once per config)."""
+    from terminal_rl.tasks.splits import split_by_difficulty
+    from terminal_rl.tasks.task_set import load_task_set, task_set_config
+    from terminal_rl.tasks.validation import validate_tasks
+
+    key = repr(sorted(OmegaConf.to_container(cfg.task_set, resolve=True).items()))
+    if key not in _SPLITS:
+        task_set = task_set_config(cfg.task_set)
+        loaded = load_task_set(task_set)
+        valid = validate_tasks(loaded.tasks, loaded.problems).valid
+        _SPLITS[key] = split_by_difficulty(valid, task_set.val_fraction, task_set.split_seed)
+    return _SPLITS[key]
+
+
+_SPLITS: dict[str, tuple] = {}
 
 
 def check_docker(cfg: DictConfig) -> list[str]:
@@ -191,9 +271,9 @@ def check_egress_network(cfg: DictConfig) -> list[str]:
 
 
 CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_memory, check_dataset,
-                                    check_judge_credentials)
-# What each node that runs sandboxes needs: run here for launcher=local, on every node in the job otherwise.
-NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_egress_network)
+                                    check_curriculum, check_history, check_attention, check_judge_credentials)
+# What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
+NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_egress_network, check_flash_attention)
 
 
 def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]] | None = None,

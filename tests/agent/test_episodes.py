@@ -111,7 +111,7 @@ def test_three_malformed_turns_end_the_episode(tasks, episode):
 def test_max_turns(tasks, episode):
     from dataclasses import replace
 
-    from tests.agent.conftest import LIMITS
+    from tests.conftest import LIMITS
 
     trajectory = episode(tasks["csv-file-parsing-amount-sum"], "bash_only",
                          ScriptedPolicy(["<command>true</command>"] * 5), replace(LIMITS, max_turns=2))

@@ -4,7 +4,7 @@ import pytest
 
 from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, LiteLLMPolicy
 from terminal_rl.agent.policies.token_policy import TokenPolicy, TokenPolicyConfig
-from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir
+from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir, load_tokenizer
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.owner import MANAGED, RUN_ID
 from tests.fake_llm_server import FakeLLMServer, Fault
@@ -51,22 +51,31 @@ def test_server_error_or_timeout_mid_episode_ends_cleanly(tasks, episode, run_co
     assert no_containers_left(run_context)
 
 
-def test_token_policy_keeps_the_model_tokens(tasks, episode):
-    policy = TokenPolicy(TokenPolicyConfig(base_url="", model="policy", tokenizer=str(bundled_qwen3_tokenizer_dir()),
-                                           enable_thinking=True, temperature=1.0, max_retries=0, timeout_sec=30,
-                                           concurrency=1))
-    tokenizer = policy.chat.tokenizer
-    # The second turn is cut off by the token cap: no end-of-turn token.
-    turns = [tokenizer.encode(SOLVE[0], add_special_tokens=False) + [policy.chat.eos_id],
-             tokenizer.encode("<think>\nalmost done", add_special_tokens=False),
-             tokenizer.encode(SOLVE[1], add_special_tokens=False) + [policy.chat.eos_id]]
+def token_policy(server, max_retries=0):
+    return TokenPolicy(TokenPolicyConfig(base_url=server.base_url, model="policy", tokenizer=str(bundled_qwen3_tokenizer_dir()),
+                                         enable_thinking=True, temperature=1.0, top_p=1.0, top_k=0,
+                                         max_retries=max_retries, timeout_sec=30, concurrency=1))
+
+
+def test_token_policy_speaks_vllms_completions_schema(tasks, episode):
+    """The request carries what vLLM 0.24's CompletionRequest reads (prompt ids, sampling, logprobs,
+    return_token_ids); the reply is read from the fields vLLM fills."""
+    tokenizer = load_tokenizer(str(bundled_qwen3_tokenizer_dir()))
+    turns = [tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id] for text in SOLVE]
     with FakeLLMServer(turns) as server:
-        policy.config = TokenPolicyConfig(**{**policy.config.__dict__, "base_url": server.base_url})
-        trajectory = episode(tasks["debugging-off-by-one-loop-error"], "xml_yaml", policy)
+        trajectory = episode(tasks["debugging-off-by-one-loop-error"], "xml_yaml", token_policy(server))
     assert (trajectory.termination, trajectory.score) == ("finished", 1.0)
-    prompts = [r["prompt"] for r in server.requests]
-    assert prompts[0] == policy.chat.prompt_ids(trajectory.messages[:2])
-    # Each request extends the previous one by exactly the model's tokens plus the new observation.
-    assert prompts[1][: len(prompts[0]) + len(turns[0])] == prompts[0] + turns[0]
-    assert prompts[2][: len(prompts[1]) + len(turns[1])] == prompts[1] + turns[1]
-    assert prompts[2][len(prompts[1]) + len(turns[1])] == policy.chat.eos_id  # closed for the cut-off turn
+    first = server.requests[0]
+    assert first["path"] == "/v1/completions" and first["return_token_ids"] is True and first["logprobs"] == 1
+    assert all(isinstance(t, int) for t in first["prompt"]) and first["max_tokens"] == 4000
+    assert (first["temperature"], first["top_p"], first["top_k"]) == (1.0, 1.0, 0), "sampling sent, never defaulted"
+
+
+def test_token_policy_fails_fast_on_a_bad_request_and_retries_a_server_error(tasks, episode):
+    with FakeLLMServer([Fault(400)]) as server:
+        bad = episode(tasks["debugging-off-by-one-loop-error"], "xml_yaml", token_policy(server, max_retries=2))
+    assert bad.termination == "policy_error" and "HTTP 400: BadRequestError: scripted fault" in bad.termination_detail
+    assert len(server.requests) == 1, "a 4xx is final: never retried"
+    with FakeLLMServer([Fault(500), Fault(500), Fault(500)]) as server:
+        broken = episode(tasks["debugging-off-by-one-loop-error"], "xml_yaml", token_policy(server, max_retries=2))
+    assert broken.termination == "policy_error" and len(server.requests) == 3

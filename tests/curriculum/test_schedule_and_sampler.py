@@ -2,13 +2,14 @@ import pytest
 
 from terminal_rl.config import CONF_DIR
 from terminal_rl.curriculum.sampler import TaskSampler
-from terminal_rl.curriculum.schedule import DIFFICULTIES, CurriculumState, Gate, Schedule, Stage, schedule_from_config
+from terminal_rl.curriculum.schedule import (DIFFICULTIES, CurriculumState, Gate, Schedule, Stage, judge_free_from,
+                                             schedule_from_config)
 
 
-def preset(name):
+def preset(name, total_steps=200):
     import yaml
 
-    return schedule_from_config(yaml.safe_load((CONF_DIR / "curriculum" / f"{name}.yaml").read_text()))
+    return schedule_from_config(yaml.safe_load((CONF_DIR / "curriculum" / f"{name}.yaml").read_text()), total_steps)
 
 
 def test_judge_anneal_weight_is_zero_at_the_final_level_and_never_rises():
@@ -27,6 +28,22 @@ def test_judge_anneal_weight_is_zero_at_the_final_level_and_never_rises():
     assert first["easy"] + first["medium"] == 1.0 and final["hard"] + final["extremely_hard"] == 1.0
 
 
+@pytest.mark.parametrize("total_steps", [180, 400, 1650])
+def test_judge_anneal_fits_the_run_it_is_used_in(total_steps):
+    """Stage lengths are fractions of the run: the tests-only stage starts at 3/4 of any run length."""
+    schedule = preset("judge_anneal", total_steps)
+    assert [s.max_steps for s in schedule.stages] == [round(total_steps / 4)] * 3 + [0]
+    assert judge_free_from(schedule) == 3 * round(total_steps / 4) < total_steps
+
+
+def test_a_schedule_that_never_drops_the_judge_has_no_judge_free_step():
+    kept = Schedule([Stage("a", {"easy": 1}, {"easy": 0.5}, max_steps=3), Stage("b", {"hard": 1}, {"hard": 0.1})])
+    assert judge_free_from(kept) is None
+    with pytest.raises(ValueError, match="needs a fraction"):
+        schedule_from_config({"kind": "staged", "stages": [{"name": "a", "difficulty_weights": {"easy": 1}},
+                                                           {"name": "b", "difficulty_weights": {"hard": 1}}]}, 10)
+
+
 def test_performance_gate_advances_on_a_synthetic_metric_stream():
     schedule = Schedule([Stage("a", {"easy": 1}, max_steps=100, min_steps=3, advance_at=Gate("test_score", 0.5, 3)),
                          Stage("b", {"hard": 1})])
@@ -37,6 +54,14 @@ def test_performance_gate_advances_on_a_synthetic_metric_stream():
         state = schedule.advance(state, score, 0.0)
         stages.append(state.stage)
     assert stages == [0, 0, 1, 1, 1, 1, 1]
+
+
+def test_a_step_without_scores_counts_for_the_stage_length_not_for_the_gate():
+    schedule = Schedule([Stage("a", {"easy": 1}, max_steps=2, advance_at=Gate("test_score", 0.5, 1)),
+                         Stage("b", {"hard": 1})])
+    masked = schedule.advance(CurriculumState(), None, None)
+    assert (masked.stage, masked.steps_in_stage, masked.recent) == (0, 1, ())
+    assert schedule.advance(masked, None, None).stage == 1, "the stage still ends after its length"
 
 
 def test_pass_rate_gate_and_max_steps():
@@ -52,7 +77,7 @@ def test_linear_and_none_presets():
     mixes = [linear.difficulty_mix(CurriculumState(s)) for s in range(len(linear.stages))]
     assert mixes[0] == {"easy": 0.5, "medium": 0.5, "hard": 0.0, "extremely_hard": 0.0}
     assert mixes[-1] == {"easy": 0.0, "medium": 0.0, "hard": 0.5, "extremely_hard": 0.5}
-    assert [s.max_steps for s in linear.stages] == [40, 40, 40, 40, 0]
+    assert [s.max_steps for s in linear.stages] == [40, 40, 40, 40, 0], "five equal parts of a 200-step run"
     assert not linear.anneals_judge and linear.reward_weights(2, "easy", {"tests": 0.65, "judge": 0.35}) == {
         "tests": 0.65, "judge": 0.35}
     assert preset("none").difficulty_mix(CurriculumState()) == {}

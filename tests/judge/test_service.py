@@ -3,7 +3,8 @@
 import asyncio
 from dataclasses import replace
 
-from terminal_rl.judge.backend import JudgeBackend, write_backend
+import terminal_rl.judge.service as service_module
+from terminal_rl.judge.backend import JudgeBackend, read_backend, write_backend
 from terminal_rl.judge.service import JudgeService
 from tests.fake_llm_server import FakeLLMServer, Fault
 from tests.judge.conftest import request, verdict
@@ -80,14 +81,21 @@ def test_budget_exhaustion_makes_the_judge_missing(judge_config, tmp_path):
     assert judge.metrics()["judge/prompt_tokens"] == 20.0
 
 
-def test_groups_separated_by_tests_are_not_judged(judge_config, tmp_path):
-    with FakeLLMServer([verdict()] * 2) as server:
-        judge = service(judge_config, server, tmp_path, only_unseparated_groups=True)
-        separated = run(judge.judge_group([request(0), request(1)], [1.0, 0.0]))
-        tied = run(judge.judge_group([request(0), request(1)], [0.0, 0.0]))
-    assert [j.missing_reason for j in separated] == ["skipped: tests separate the group"] * 2
-    assert [j.score for j in tied] == [1.0, 1.0]
-    assert judge.stats.skipped_groups == 1
+def test_a_group_is_judged_by_one_backend_even_across_a_switch(judge_config, tmp_path, monkeypatch):
+    with FakeLLMServer([verdict()] * 2) as first, FakeLLMServer([verdict()] * 2) as second:
+        judge = service(judge_config, first, tmp_path)
+
+        def switching(control_dir, default):  # a `judge switch` lands right after the group read its backend
+            backend = read_backend(control_dir, default)
+            write_backend(tmp_path, JudgeBackend("openai/judge-b", second.base_url, "JUDGE_B_KEY"))
+            return backend
+
+        monkeypatch.setattr(service_module, "read_backend", switching)
+        group = run(judge.judge_group([request(0), request(1)]))
+        monkeypatch.undo()
+        after = run(judge.judge(request(2)))
+    assert {j.backend for j in group} == {f"openai/judge-a@{first.base_url}"} and len(second.requests) == 1
+    assert after.backend == f"openai/judge-b@{second.base_url}"
 
 
 def test_hot_switch_applies_to_the_next_judgement(judge_config, tmp_path):

@@ -2,6 +2,7 @@
 
 import asyncio
 import multiprocessing
+import os
 import secrets
 from dataclasses import replace
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
-from terminal_rl.sandbox.images import CA_FILE, ImageBuildError, TaskImages, build_inputs, image_tag
+from terminal_rl.sandbox.images import CA_FILE, ImageBuildError, TaskImages, build_inputs, ca_bundle, image_tag
 from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
 from terminal_rl.tasks.model import Environment
 from tests.support import BASE_IMAGE
@@ -87,11 +88,26 @@ def test_failed_build_reports_reason_and_log_tail(csv_task, sandbox_config, tmp_
 
 
 @pytest.mark.docker
+def test_auto_ca_injection_follows_the_host_bundle_variables(sandbox_config, tmp_path):
+    bundle = tmp_path / "proxy-ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    auto = replace(sandbox_config.build, inject_ca="auto")
+    assert ca_bundle(auto, {}) is None, "a host with no CA variables builds as is"
+    assert ca_bundle(auto, {"PIP_CERT": str(tmp_path / "missing.pem"), "REQUESTS_CA_BUNDLE": str(bundle)}) == bundle
+    with pytest.raises(ValueError, match="true, false or auto"):
+        ca_bundle(replace(auto, inject_ca="sometimes"), {})
+
+
 def test_pip_install_at_build_needs_the_host_ca_behind_the_proxy(csv_task, sandbox_config, tmp_path):
     """Measured here: pip reaches the package index from a build only with the host's CA injected."""
     task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN pip download --no-deps -d /tmp/wheels six==1.16.0 "
                                      f"&& echo {secrets.token_hex(8)}\n")
+    plain = replace(sandbox_config, build=replace(sandbox_config.build, inject_ca=False))
     with pytest.raises(ImageBuildError, match="non-zero code"):
-        ensure_in_process(sandbox_config, str(tmp_path), task)
+        ensure_in_process(plain, str(tmp_path), task)
+    with pytest.raises(ImageBuildError, match="non-zero code"):  # a failed build is not tried again
+        ensure_in_process(plain, str(tmp_path), task)
     injected = replace(sandbox_config, build=replace(sandbox_config.build, inject_ca=True))
     assert ensure_in_process(injected, str(tmp_path), task) is False
+    # On this host pip is pointed at a CA bundle of its own, so the default (auto) injects it too.
+    assert ca_bundle(sandbox_config.build, dict(os.environ)) is not None

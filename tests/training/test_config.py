@@ -14,7 +14,7 @@ from tests.training.conftest import train_config
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qwen3_32b_h100_4x8.yaml"
 # Checks that need the machine (dataset on disk, Docker) are covered elsewhere.
-OFFLINE = ("check_dataset", "check_docker")
+OFFLINE = ("check_dataset", "check_docker", "check_flash_attention")
 
 
 def split_pair(pair: str) -> tuple[str, str]:
@@ -52,6 +52,10 @@ def test_unsupported_pairs_are_rejected(model, hardware):
     (["reward_mix=tests65_judge35", "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY"],
      "the judge can weigh in the reward, but $TERMINAL_RL_NO_SUCH_KEY (judge.api_key_env) is not set"),
     (["actor_rollout_ref.actor.ppo_mini_batch_size=5"], "actor.ppo_mini_batch_size (5) must divide data.train_batch_size (16)"),
+    (["curriculum=judge_anneal", "trainer.total_training_steps=3", "judge.api_key_env="],
+     "curriculum: the judge weight reaches 0 only at step 4, after the run's 3 training steps"),
+    (["agent.history=per_turn", "algorithm.adv_estimator=rloo"], "agent.history=per_turn needs an advantage estimator"),
+    (["hardware.attention=sdpa"], "Ulysses sequence parallelism (4) needs hardware.attention=flash_attention_2"),
 ])
 def test_seeded_bad_configs_are_rejected_with_the_right_message(overrides, message):
     cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", *overrides)

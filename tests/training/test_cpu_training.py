@@ -1,8 +1,9 @@
 """The main job end to end on CPU: real verl GRPO steps with our agent loop in real Docker sandboxes on
 real tasks, with the judge_anneal curriculum and online-variance filtering (the judge is a local
-OpenAI-compatible test server), wandb offline logging, a checkpoint, and a resume that continues
-from it. One run (and its resume, the ``cpu_run`` fixture in tests/conftest.py) is shared by every test
-here and by the notebook test."""
+OpenAI-compatible test server), wandb offline logging, checkpoints, and a resume. One run (the
+``cpu_run`` fixture in tests/conftest.py) is shared by every test here and by the notebook test: four
+steps on the smoke tasks plus a task whose image cannot build and a task whose model calls raise,
+SIGKILLed right after step 2's checkpoint and resumed from it."""
 
 import json
 
@@ -11,6 +12,7 @@ import pytest
 from terminal_rl.analysis import load_metrics
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.owner import MANAGED, RUN_ID
+from tests.conftest import IMAGE_FAULT, SESSION_FAULT, SMOKE_TASKS
 
 pytestmark = [pytest.mark.verl, pytest.mark.docker]
 
@@ -20,62 +22,99 @@ def metrics(run_dir):
     return {step: row.dropna().to_dict() for step, row in load_metrics(run_dir).iterrows()}
 
 
+def rollouts(run_dir, split="train"):
+    """Step -> every trajectory the rollout workers logged for it (filtered groups included)."""
+    steps: dict[int, list[dict]] = {}
+    for path in (run_dir / "logs" / "rollouts").glob(f"{split}_step*.jsonl"):
+        step = int(path.name.split("_step")[1].split(".")[0])
+        steps.setdefault(step, []).extend(json.loads(line) for line in path.read_text().splitlines())
+    return steps
+
+
 def test_grpo_steps_log_reward_components_and_validation(cpu_run):
     steps = metrics(cpu_run["dir"])
-    assert {1, 2, 3} <= set(steps)
-    step = steps[2]
+    assert set(steps) == {1, 3, 4}, "step 2's metrics died with the first launch; the resume logged 3 and 4"
     for key in ("reward/tests/mean", "reward/judge/mean", "reward/format/mean", "reward/exec/mean", "reward/weight/tests",
                 "rollout/masked_fraction", "rollout/ended/parse_errors", "behaviour/parse_error_rate",
                 "actor/pg_loss", "critic/score/mean", "timing_s/step", "judge/calls"):
-        assert key in step, key
+        assert key in steps[1], key
+    log = cpu_run["resumed"].stdout + cpu_run["resumed"].stderr
+    assert "val-core/terminal_bench_rl/acc/mean@1" in log, "in-training validation ran on the val split"
+    assert "val-aux/terminal_bench_rl/pass/mean@1" in log
 
 
-def test_curriculum_stage_weights_and_filter_fractions_are_logged(cpu_run):
+def test_judge_weights_follow_the_curriculum_and_reach_zero(cpu_run):
     steps = metrics(cpu_run["dir"])
-    first = steps[1]
-    assert first["curriculum/stage"] == 0.0 and first["curriculum/share/easy"] == 0.5
-    assert first["curriculum/judge_weight/easy"] == 0.5 and first["curriculum/judge_weight/extremely_hard"] == 0.0
-    assert 0.0 < first["reward/weight/judge"] <= 0.5, "stage-0 samples are scored with the judge blended in"
+    first, last = steps[1], steps[4]
+    assert first["curriculum/drawn_stage"] == 0.0 and 0.0 < first["reward/weight/judge"] <= 0.5
     assert first["reward/weight/tests"] + first["reward/weight/judge"] == 1.0
+    assert last["curriculum/drawn_stage"] == 3.0 and last["reward/weight/judge"] == 0.0, \
+        "the run's last quarter is tests-only: the judge really reaches 0"
     for key in ("rollout/variance_reward", "rollout/variance_tests", "rollout/zero_variance_tests", "rollout/filtered"):
         assert key in first, key
     assert cpu_run["judge_calls"] > 0
     assert (cpu_run["dir"] / "logs" / "curriculum.png").is_file()
 
 
-def test_curriculum_state_is_checkpointed_and_restored(cpu_run):
-    state = json.loads((cpu_run["dir"] / "checkpoints" / "global_step_2" / "curriculum.json").read_text())
-    assert state["state"]["steps_in_stage"] == 2 and state["sampler"]["draws"] >= 4
-    assert metrics(cpu_run["dir"])[3]["curriculum/steps_in_stage"] == 3.0, "the resumed run continued the stage"
-    log = cpu_run["first"].stdout + cpu_run["first"].stderr
-    assert "val-core/terminal_bench_rl/acc/mean@1" in log, "in-training validation ran on the val split"
-    assert "val-aux/terminal_bench_rl/pass/mean@1" in log
+def test_the_curriculum_gate_reads_every_group_before_filtering(cpu_run):
+    logged, steps = rollouts(cpu_run["dir"]), metrics(cpu_run["dir"])
+    for step in (1, 3, 4):
+        drawn = [t for t in logged[step] if not t["metadata"]["masked"]
+                 and t["metadata"]["stage"] == steps[step]["curriculum/drawn_stage"]]
+        if not drawn:  # every group masked: the gate saw nothing (the step still counts for the stage)
+            assert "curriculum/gate_test_score" not in steps[step]
+            continue
+        expected = sum(t["verification"]["score"] for t in drawn) / len(drawn)
+        assert steps[step]["curriculum/gate_test_score"] == pytest.approx(expected), step
+
+
+def test_failures_mask_exactly_their_groups_and_never_stop_a_step(cpu_run):
+    run_dir, steps, logged = cpu_run["dir"], metrics(cpu_run["dir"]), rollouts(cpu_run["dir"])
+    report = json.loads((run_dir / "image_builds.json").read_text())
+    [broken] = [o for o in report["outcomes"] if not o["ok"]]
+    assert broken["task_id"] == IMAGE_FAULT and "exit" in broken["reason"] and "7" in broken["reason"]
+    assert all(t["task_id"] != IMAGE_FAULT for step in logged.values() for t in step), "parked before step 1"
+    assert steps[1]["curriculum/unavailable_tasks"] == 1.0
+    faulty = [t for step in logged.values() for t in step if t["task_id"] == SESSION_FAULT]
+    assert faulty and all(t["termination"] == "policy_error" and t["metadata"]["masked"] for t in faulty)
+    assert "injected fault: the model server crashed" in faulty[0]["termination_detail"]
+    others = [t for step in logged.values() for t in step if t["task_id"] != SESSION_FAULT]
+    assert not any(t["metadata"]["masked"] for t in others), "no other group was masked"
+    exact = 0
+    for step in (1, 3, 4):
+        kept = [t for t in logged[step] if not t["metadata"]["filtered"]]
+        if len({t["metadata"]["uid"] for t in kept}) == 2:  # no surplus group: the trained batch is all of them
+            exact += 1
+            expected = sum(bool(t["metadata"]["masked"]) for t in kept) / len(kept)
+            assert steps[step]["rollout/masked_fraction"] == pytest.approx(expected), step
+    assert exact >= 2 and steps[1]["rollout/masked_fraction"] == 0.5
+    # A step whose every group is masked (only the raising task was drawn) trains nothing and goes on.
+    [all_masked] = [s for s in (1, 3, 4) if steps[s]["rollout/masked_fraction"] == 1.0]
+    assert steps[all_masked]["actor/pg_loss"] == 0.0 and steps[all_masked]["actor/grad_norm"] == 0.0
 
 
 def test_rollouts_ran_in_real_sandboxes_and_were_verified(cpu_run):
-    files = sorted((cpu_run["dir"] / "logs" / "rollouts").glob("train_step*.jsonl"))
-    trajectories = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    trajectories = [t for step in rollouts(cpu_run["dir"]).values() for t in step if t["task_id"] != SESSION_FAULT]
     assert trajectories and all(t["verification"] is not None for t in trajectories)
-    assert {t["task_id"] for t in trajectories} <= {"csv-file-parsing-amount-sum", "csv-filter-by-value",
-                                                    "base64-decode-secret-message", "security-remove-hardcoded-password",
-                                                    "debugging-off-by-one-loop-error", "lru-cache-implementation"}
+    assert {t["task_id"] for t in trajectories} <= set(SMOKE_TASKS)
     leftovers = docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}=ci"]})
-    assert leftovers == [], "every sandbox was removed"
+    assert leftovers == [], "every sandbox was removed, those of the killed launch too"
 
 
-def test_checkpoint_written_and_resume_continues_from_it(cpu_run):
+def test_a_kill_between_save_and_metrics_resumes_with_the_curriculum(cpu_run):
     checkpoints = cpu_run["dir"] / "checkpoints"
-    assert (checkpoints / "global_step_2" / "actor").is_dir()
-    assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
+    state = json.loads((checkpoints / "global_step_2" / "curriculum.json").read_text())
+    assert state["state"]["stage"] == 2, "the checkpoint holds the curriculum after step 2, saved with it"
+    assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
     resumed_log = cpu_run["resumed"].stdout + cpu_run["resumed"].stderr
-    assert "global_step_2" in resumed_log
-    assert "step:3 -" in resumed_log and "step:1 -" not in resumed_log
+    assert "global_step_2" in resumed_log and "step:3 -" in resumed_log and "step:1 -" not in resumed_log
+    assert metrics(cpu_run["dir"])[3]["curriculum/drawn_stage"] == 2.0, "step 3 drew where step 2 left off"
 
 
 def test_wandb_logs_offline(cpu_run):
     runs = list((cpu_run["dir"] / "logs" / "wandb").glob("offline-run-*"))
     assert runs, "wandb wrote an offline run to sync later"
-    print(f"CPU run wall time: first run {cpu_run['seconds'][0]:.0f}s (2 steps), resume {cpu_run['seconds'][1]:.0f}s")
+    print(f"CPU run wall time: first launch {cpu_run['seconds'][0]:.0f}s (2 steps), resume {cpu_run['seconds'][1]:.0f}s")
 
 
 def test_resumed_run_draws_the_tasks_an_uninterrupted_run_would(cpu_run):
@@ -90,11 +129,10 @@ def test_resumed_run_draws_the_tasks_an_uninterrupted_run_would(cpu_run):
     run_dir = cpu_run["dir"]
     state = json.loads((run_dir / "checkpoints" / "global_step_2" / "curriculum.json").read_text())
     extra = pq.read_table(run_dir / "data" / "train.parquet", columns=["extra_info"]).column("extra_info").to_pylist()
-    sampler = TaskSampler({e["task_id"]: e["difficulty"] for e in extra}, seed=0)
+    sampler = TaskSampler({e["task_id"]: e["difficulty"] for e in extra}, seed=0, unavailable=frozenset({IMAGE_FAULT}))
     sampler.restore(state["sampler"])
-    schedule = schedule_from_config(yaml.safe_load((CONF_DIR / "curriculum" / "judge_anneal.yaml").read_text()))
+    schedule = schedule_from_config(yaml.safe_load((CONF_DIR / "curriculum" / "judge_anneal.yaml").read_text()), 4)
     mix = schedule.difficulty_mix(CurriculumState.from_dict(state["state"]))
-    rolled = sorted({json.loads(line)["task_id"] for f in (run_dir / "logs" / "rollouts").glob("train_step000003.*.jsonl")
-                     for line in f.read_text().splitlines()})
+    rolled = sorted({t["task_id"] for t in rollouts(run_dir)[3]})
     predicted = sampler.draw_batch(mix, 2)
     assert rolled and set(rolled) <= set(predicted + sampler.draw_batch(mix, 2)), (rolled, predicted)

@@ -17,8 +17,8 @@ def rollout(score, termination="finished"):
 def judge_returning(*scores):
     calls = []
 
-    async def judge(trajectories, tests):
-        calls.append(tests)
+    async def judge(trajectories):
+        calls.append([t.verification["score"] for t in trajectories])
         return [{"score": s, "missing_reason": "" if s is not None else "Timeout"} for s in scores]
 
     return judge, calls
@@ -65,8 +65,8 @@ def test_barrier_scores_each_group_once_for_all_sessions():
 
     async def main():
         barrier = GroupBarrier(score)
-        sessions = [barrier.submit("uid-1", 3, i, rollout(s)) for i, s in ((2, 0.2), (0, 1.0), (1, 0.5))]
-        other = barrier.submit("uid-2", 1, 0, rollout(0.7))
+        sessions = [barrier.submit("uid-1", 3, i, rollout(s), 60) for i, s in ((2, 0.2), (0, 1.0), (1, 0.5))]
+        other = barrier.submit("uid-2", 1, 0, rollout(0.7), 60)
         return await asyncio.gather(*sessions, other)
 
     results = run(main())
@@ -79,3 +79,39 @@ def test_truncated_and_timed_out_trajectories_are_scored_not_masked(termination)
     """The agent ran out of turns, time or context: its own failure, verified and scored as is."""
     scores = run(score_rollout_group([rollout(0.5, termination), rollout(0.0)], RewardMix({"tests": 1.0}), 20, None))
     assert not scores.masked and scores.rewards == [0.5, 0.0]
+
+
+def test_a_session_that_never_arrives_masks_its_group_after_the_timeout():
+    async def score(trajectories):
+        return await score_rollout_group(trajectories, RewardMix({"tests": 1.0}), 20, None)
+
+    async def main():
+        barrier = GroupBarrier(score)
+        arrived = await asyncio.gather(*(barrier.submit("uid", 3, i, rollout(1.0), 0.2) for i in (0, 2)))
+        late = await barrier.submit("uid", 3, 1, rollout(1.0), 0.2)  # the straggler gets the decided group
+        return arrived, late
+
+    (first, third), late = run(main())
+    assert first[0].masked and first[0] is third[0] is late[0], "one decision for the whole group"
+    assert "session 1 did not finish within the group timeout" in first[0].mask_reason
+    assert [position for _, position in (first, third, late)] == [0, 2, 1]
+
+
+def test_a_failing_judge_is_a_missing_judgement_not_a_failed_group():
+    async def broken(trajectories):
+        raise ConnectionError("judge actor died")
+
+    fallback = run(score_rollout_group([rollout(1.0), rollout(0.0)], MIX, 20, broken))
+    assert fallback.rewards == [1.0, 0.0] and fallback.judge_fallback and not fallback.masked
+    dropped = run(score_rollout_group([rollout(1.0), rollout(0.0)], RewardMix(MIX.weights, "drop"), 20, broken))
+    assert dropped.masked and dropped.mask_reason.startswith("dropped: judge missing")
+
+
+def test_groups_the_tests_separate_keep_their_test_reward_without_the_judge():
+    judge, calls = judge_returning(0.2, 0.9)
+    separated = run(score_rollout_group([rollout(1.0), rollout(0.0)], RewardMix(MIX.weights, "drop"), 20, judge,
+                                        only_unseparated=True))
+    assert separated.rewards == [1.0, 0.0] and not separated.masked and separated.judge_skipped and calls == []
+    tied = run(score_rollout_group([rollout(0.0), rollout(0.0)], RewardMix(MIX.weights, "drop"), 20, judge,
+                                   only_unseparated=True))
+    assert calls == [[0.0, 0.0]] and tied.rewards == pytest.approx([0.35 * 0.2, 0.35 * 0.9])

@@ -12,8 +12,9 @@ from terminal_rl.agent.policies.scripted import ScriptedPolicy
 from terminal_rl.config import project_path, to_dataclass
 
 
-def make_policy(node: DictConfig) -> Policy:
-    """The policy the ``policy`` config group describes (``kind``: litellm | token | scripted).
+def make_policy(node: DictConfig, history: str = "append") -> Policy:
+    """The policy the ``policy`` config group describes (``kind``: litellm | token | scripted);
+    token-level policies render turns in the agent's ``history`` mode.
 
     litellm and transformers are imported only by the policies that need them (slow imports).
     """
@@ -25,7 +26,7 @@ def make_policy(node: DictConfig) -> Policy:
     if node.kind == "token":
         from terminal_rl.agent.policies.token_policy import TokenPolicy, TokenPolicyConfig
 
-        return TokenPolicy(to_dataclass(settings, TokenPolicyConfig))
+        return TokenPolicy(to_dataclass(settings, TokenPolicyConfig), history)
     if node.kind == "scripted":
         return ScriptedPolicy(json.loads(Path(project_path(node.script)).read_text(encoding="utf-8")))
     raise ValueError(f"policy.kind={node.kind!r} is not one of litellm, token, scripted (oracle is run by evaluate)")

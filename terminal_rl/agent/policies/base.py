@@ -12,6 +12,10 @@ class PolicyError(RuntimeError):
     """The model endpoint failed after its retries: infrastructure, not the agent's behaviour."""
 
 
+class ContextExhausted(RuntimeError):
+    """The next turn does not fit in the sequence budget: the episode ends as ``context_exhausted``."""
+
+
 @dataclass(frozen=True)
 class Reply:
     text: str

@@ -1,9 +1,19 @@
-"""verl's agent loop for terminal tasks: our Episode driven at the token level by verl's rollout servers.
+"""verl's agent loop for terminal tasks: the evaluation's own episode driver (``run_episode``), with a
+token-level policy session on verl's rollout servers.
 
-One trajectory per call of ``run``: fetch the task from the run's task store (hash-checked), start its
-sandbox, alternate the model's turns (token ids kept exactly as generated) and the environment's
-observations (tokenised by ``terminal_rl.agent.tokens``, mask 0), verify, remove the sandbox, then
-wait at the group barrier, where the group's rewards are decided together (judge, fallbacks, masking).
+One trajectory per call of ``run``: fetch the task from the run's task store (hash-checked), run the
+episode in its sandbox (the model's token ids kept exactly as generated, observations tokenised by
+``terminal_rl.agent.tokens`` with mask 0, in the ``agent.history`` mode), verify, remove the sandbox,
+then wait at the group barrier, where the group's rewards are decided together (judge, fallbacks,
+masking). Nothing a session does can keep its group from being decided: every failure becomes an
+infrastructure termination, the session always reaches the barrier, and the barrier itself times out.
+
+Returns verl's v1 multi-output form: ``append`` gives one ``AgentLoopOutput``, ``per_turn`` one per
+model turn, every one carrying the trajectory's reward (verl 0.9.1 puts each output under key
+``{uid}_{session}_{i}`` and, for GRPO, computes the advantage on a session's last output and copies
+it to the others: ``trainer/ppo/v1/agent_loop_tq.py`` l. 172-193, ``trainer/ppo/v1/utils.py`` l. 148-217).
+A masked group's outputs have an all-zero loss mask: verl copies its loss mask from ``response_mask``
+(``agent_loop_tq.py`` l. 199), so they add nothing to the loss's token count either.
 
 Per worker process (all sessions of a prompt run in one worker and one event loop) the loop keeps
 one sandbox factory, one tokenizer wrapper and one group barrier.
@@ -20,21 +30,24 @@ from typing import Any
 from omegaconf import DictConfig
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
-from terminal_rl.agent.episode import INFRASTRUCTURE_ERRORS, Episode, EpisodeLimits
+from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.metrics import behaviour_metrics
+from terminal_rl.agent.policies.base import Policy, PolicySession
+from terminal_rl.agent.policies.token_session import Generation, SequenceLimits, TokenSession
 from terminal_rl.agent.protocols import make_protocol
-from terminal_rl.agent.tokens import ChatTokenizer, TokenConversation
+from terminal_rl.agent.runner import episode_deadline_sec, run_episode
+from terminal_rl.agent.tokens import ChatTokenizer, TokenSample
 from terminal_rl.agent.trajectory import Termination, Trajectory
-from terminal_rl.config import to_dataclass
-from terminal_rl.curriculum.schedule import schedule_from_config
-from terminal_rl.filtering.variance import filter_signal, group_variances
-from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, reward_mix_for
+from terminal_rl.filtering.variance import filter_signal, group_variances, lacks_signal
+from terminal_rl.integrations.verl.curriculum import run_schedule
+from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
 from terminal_rl.tasks.store import TaskRef, TaskStore
+from terminal_rl.tasks.task_set import task_set_config
 from terminal_rl.training.group_scoring import GroupBarrier, GroupScores, score_rollout_group
+from terminal_rl.training.step_ledger import GroupRecord
 
 log = logging.getLogger(__name__)
 LOOP_NAME = "terminal_agent"
@@ -46,16 +59,17 @@ class _WorkerState:
     def __init__(self, cfg: DictConfig, tokenizer):
         self.cfg = cfg
         self.run = RunContext.from_config(cfg.run)
-        self.factory = SandboxFactory(SandboxConfig.from_node(cfg.sandbox), self.run)
-        self.chat = ChatTokenizer(tokenizer, bool(cfg.data.get("apply_chat_template_kwargs", {}).get("enable_thinking", True)))
-        self.protocol = make_protocol(cfg.agent.protocol)
-        self.schedule = schedule_from_config(cfg.curriculum)
-        agent = {k: v for k, v in cfg.agent.items() if k not in ("protocol", "loop_name")}
-        self.limits = to_dataclass(agent, EpisodeLimits)
+        self.sandbox = SandboxConfig.from_node(cfg.sandbox)
+        self.factory = SandboxFactory(self.sandbox, self.run)
+        self.agent = AgentConfig.from_node(cfg.agent)
+        thinking = cfg.data.get("apply_chat_template_kwargs", {}).get("enable_thinking", True)
+        self.chat = ChatTokenizer(tokenizer, bool(thinking))
+        self.protocol = make_protocol(self.agent.protocol)
+        self.schedule, _ = run_schedule(cfg.data)
+        self.default_limits = task_set_config(cfg.task_set).limits
         self.barrier = GroupBarrier(self._score)
-        self.data_filter = cfg.data_filter
-        # Groups dropped by online_variance, per training step (bounded by data_filter.max_refills).
-        self.refills: dict[int, int] = {}
+        # The run's step ledger (refills across workers, every group before filtering); a Ray actor.
+        self.ledger = None
         self._started = False
 
     async def start(self) -> None:
@@ -66,18 +80,32 @@ class _WorkerState:
     async def _score(self, trajectories: list[Trajectory]) -> GroupScores:
         meta = trajectories[0].metadata
         judge = judge_group_via_actor(self.cfg, self.run.run_id)
-        scores = await score_rollout_group(trajectories, meta["reward_mix"], self.limits.max_turns, judge)
-        if self.data_filter.kind == "online_variance" and meta["split"] == "train":
-            step = meta["global_steps"]
-            tests = [c["tests"].score or 0.0 for c in scores.components]
-            scores.filter_signal, scores.filtered = filter_signal(
-                scores.rewards, tests, scores.weights.get("judge", 0.0), self.refills.get(step, 0),
-                self.data_filter.max_refills)
-            self.refills[step] = self.refills.get(step, 0) + scores.filtered
+        scores = await score_rollout_group(trajectories, meta["reward_mix"], self.agent.limits.max_turns, judge,
+                                           bool(self.cfg.judge.only_unseparated_groups))
+        if meta["split"] != "train":
+            return scores
+        step, tests = meta["global_steps"], _test_scores(scores)
+        self.ledger = self.ledger or ledger(self.run.run_id)
+        if self.cfg.data_filter.kind == "online_variance":
+            if not scores.masked and lacks_signal(scores.rewards, tests, scores.weights.get("judge", 0.0)):
+                scores.filtered = await self.ledger.claim_refill.remote(step)
+            scores.filter_signal = filter_signal(len(trajectories), scores.filtered)
+        await self.ledger.record.remote(step, GroupRecord(meta["task_id"], meta["stage"], tests, scores.masked,
+                                                          scores.filtered))
         return scores
 
 
 _STATE: _WorkerState | None = None
+
+
+class _OneSession(Policy):
+    """The policy of one trajectory: the token session this loop reads its samples from afterwards."""
+
+    def __init__(self, session: TokenSession, name: str):
+        self._session, self.name = session, name
+
+    def session(self, task) -> PolicySession:
+        return self._session
 
 
 @register(LOOP_NAME)
@@ -88,71 +116,76 @@ class TerminalAgentLoop(AgentLoopBase):
         if _STATE is None:
             _STATE = _WorkerState(self.config, self.tokenizer)
         self.state = _STATE
-        self.response_length = self.rollout_config.response_length
+        self.limits = SequenceLimits(self.rollout_config.prompt_length, self.rollout_config.response_length)
 
-    async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+    async def run(self, sampling_params: dict[str, Any], **kwargs) -> list[AgentLoopOutput]:
         state = self.state
-        await state.start()
         extra_info = kwargs["extra_info"]
         validating = extra_info.get("split") == "val"
         rollout = self.config.actor_rollout_ref.rollout
         group_size = int(rollout.val_kwargs.n if validating else rollout.n)
-        uid, session = str(kwargs.get("uid", uuid.uuid4().hex)), int(kwargs.get("session_id", 0))
-        task = TaskStore(Path(extra_info["task_store"])).get(TaskRef(extra_info["task_id"], extra_info["content_hash"]))
+        uid, index = str(kwargs.get("uid", uuid.uuid4().hex)), int(kwargs.get("session_id", 0))
         stage = int(extra_info.get("curriculum_stage", 0))
-        mix = reward_mix_for(state.schedule, self.config, task, stage, validating)
-
-        conversation, logprobs, extra_fields = None, [], {}
-        trajectory = Trajectory(task.id, task.content_hash, state.protocol.prompt_id, LOOP_NAME)
+        session = TokenSession(state.chat, state.agent.history, self._generator(sampling_params), self.limits)
+        trajectory = Trajectory(extra_info["task_id"], extra_info["content_hash"], state.protocol.prompt_id, LOOP_NAME)
+        grace = state.sandbox.container.grace_sec
+        deadline, context = episode_deadline_sec(state.default_limits, grace), {}
         try:
-            async with state.factory.task_sandbox(task, rollout_id=f"{uid[:8]}-{session}") as sandbox:
-                episode = Episode(task, sandbox, state.protocol, state.limits, LOOP_NAME)
-                trajectory = episode.trajectory
-                messages = await episode.start()
-                conversation = TokenConversation.start(state.chat, messages)
-                request_id = uuid.uuid4().hex
-                while not episode.done:
-                    # The episode's budget (min(per turn, context left)) within verl's padded response length.
-                    budget = min(episode.turn_max_tokens(len(conversation.ids)),
-                                 self.response_length - len(conversation.response_ids))
-                    if budget <= 0:
-                        episode.end(Termination.CONTEXT_EXHAUSTED, f"{len(conversation.response_ids)} response tokens")
-                        break
-                    output = await self.server_manager.generate(
-                        request_id, prompt_ids=conversation.ids, sampling_params={**sampling_params, "max_tokens": budget})
-                    extra_fields = extra_fields or dict(output.extra_fields)
-                    before = len(conversation.response_ids)
-                    conversation.add_model_turn(list(output.token_ids))
-                    added = len(conversation.response_ids) - before
-                    turn_logprobs = list(output.log_probs or [0.0] * len(output.token_ids))
-                    logprobs += (turn_logprobs + [0.0] * added)[:added]
-                    text = state.chat.decode(list(output.token_ids))
-                    outcome = await episode.step(text, context_tokens=len(conversation.ids),
-                                                 completion_tokens=len(output.token_ids))
-                    if outcome.observation is not None:
-                        observed = conversation.add_observation([outcome.observation])
-                        logprobs += [0.0] * len(observed)
-                if not Termination(trajectory.termination).infrastructure:
-                    trajectory.verification = (await verify(sandbox, task)).to_dict()
-        except INFRASTRUCTURE_ERRORS as error:
+            await state.start()
+            task = TaskStore(Path(extra_info["task_store"])).get(TaskRef(extra_info["task_id"], extra_info["content_hash"]))
+            deadline, context = episode_deadline_sec(task.limits, grace), judge_context(task)
+            trajectory = await run_episode(task, state.factory, state.protocol, _OneSession(session, LOOP_NAME),
+                                           state.agent.limits, f"{uid[:8]}-{index}", deadline)
+        except Exception as error:  # before the episode could run (task store, engine): an infrastructure failure
+            log.warning("session %s/%d of %s could not run", uid, index, extra_info["task_id"], exc_info=True)
             trajectory.termination = Termination.SANDBOX_ERROR.value
             trajectory.termination_detail = f"{type(error).__name__}: {error}"
-        trajectory.metadata.update(reward_mix=mix, stage=stage, global_steps=kwargs.get("global_steps", 0),
-                                   split="val" if validating else "train", uid=uid, session=session,
-                                   **judge_context(task))
-        scores, position = await state.barrier.submit(uid, group_size, session, trajectory)
-        reward = scores.rewards[position]
+        trajectory.metadata.update(
+            reward_mix=reward_mix_for(state.schedule, self.config, extra_info["difficulty"], stage, validating),
+            stage=stage, global_steps=kwargs.get("global_steps", 0), split="val" if validating else "train",
+            uid=uid, session=index, task_id=extra_info["task_id"], **context)
+        scores, position = await state.barrier.submit(uid, group_size, index, trajectory,
+                                                      deadline + grace)
         self._record(trajectory, scores, position)
-        if conversation is None:  # the sandbox never came up: one masked token keeps verl's shapes valid
-            conversation = TokenConversation.start(state.chat, [{"role": "user", "content": task.prompt}])
-            conversation.response_ids, conversation.response_mask, logprobs = [state.chat.eos_id], [0], [0.0]
-        extra_fields["reward_extra_info"] = reward_extra_info(trajectory, scores, position)
-        length = self.response_length
-        return AgentLoopOutput(
-            prompt_ids=conversation.prompt_ids, response_ids=conversation.response_ids[:length],
-            response_mask=conversation.response_mask[:length], response_logprobs=logprobs[:length],
-            reward_score=reward, num_turns=len(trajectory.messages) or 1, metrics={}, extra_fields=extra_fields,
-        )
+        return self._outputs(session, trajectory, scores, position, kwargs, bool(sampling_params.get("logprobs")))
+
+    def _generator(self, sampling_params: dict[str, Any]):
+        """The session's model: verl's rollout servers, one request id per trajectory (prefix cache)."""
+        request_id = uuid.uuid4().hex
+
+        async def generate(prompt_ids: list[int], max_tokens: int) -> Generation:
+            output = await self.server_manager.generate(
+                request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens})
+            logprobs = None if output.log_probs is None else list(output.log_probs)
+            return Generation(list(output.token_ids), logprobs, output.extra_fields.get("global_steps"))
+
+        return generate
+
+    def _outputs(self, session: TokenSession, trajectory: Trajectory, scores: GroupScores, position: int,
+                 kwargs: dict, logprobs_requested: bool) -> list[AgentLoopOutput]:
+        """One output per training sample of the session (masked group: loss mask all zero)."""
+        chat = self.state.chat
+        samples = [s for s in session.history.samples if s.response_ids] if session.history is not None else []
+        if not samples:  # the model never answered: one masked token keeps verl's shapes valid
+            prompt = session.history.prompt_ids() if session.history is not None else chat.prompt_ids(
+                [{"role": "user", "content": trajectory.task_id}])
+            samples = [TokenSample(prompt)]
+            samples[0].add([chat.eos_id], 0)
+        # A trajectory with no model turn ran under the weights the step started with.
+        fallback_version = int(kwargs.get("global_steps", 1)) - 1
+        extra = {"reward_extra_info": reward_extra_info(trajectory, scores, position)}
+        length, outputs = self.rollout_config.response_length, []
+        for sample in samples:
+            mask = [0] * len(sample.response_mask) if scores.masked else sample.response_mask
+            logprobs = sample.response_logprobs if logprobs_requested else None
+            first = fallback_version if sample.first_version is None else sample.first_version
+            last = fallback_version if sample.last_version is None else sample.last_version
+            outputs.append(AgentLoopOutput(
+                prompt_ids=sample.prompt_ids, response_ids=sample.response_ids[:length], response_mask=mask[:length],
+                response_logprobs=None if logprobs is None else logprobs[:length],
+                reward_score=scores.rewards[position], num_turns=len(trajectory.messages) or 1, metrics={},
+                extra_fields={**extra, "min_global_steps": first, "max_global_steps": last}))
+        return outputs
 
     def _record(self, trajectory: Trajectory, scores: GroupScores, position: int) -> None:
         """Append the trajectory, its components and weights to the run's rollout log (one file per
@@ -162,11 +195,16 @@ class TerminalAgentLoop(AgentLoopBase):
         trajectory.metadata["components"] = {k: v.score for k, v in scores.components[position].items()}
         trajectory.metadata["judge"] = scores.judgements[position]
         trajectory.metadata["masked"] = scores.mask_reason
+        trajectory.metadata["filtered"] = scores.filtered
         folder = self.state.run.log_dir / "rollouts"
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{trajectory.metadata['split']}_step{trajectory.metadata['global_steps']:06d}.{os.getpid()}.jsonl"
         with (folder / name).open("a", encoding="utf-8") as out:
             out.write(trajectory.to_json() + "\n")
+
+
+def _test_scores(scores: GroupScores) -> list[float]:
+    return [c["tests"].score or 0.0 for c in scores.components]
 
 
 def reward_extra_info(trajectory: Trajectory, scores: GroupScores, position: int) -> dict[str, float]:
@@ -178,14 +216,14 @@ def reward_extra_info(trajectory: Trajectory, scores: GroupScores, position: int
             info[f"component_{name}"] = float(component.score)
     info.update({f"weight_{name}": float(w) for name, w in scores.weights.items()})
     info["masked"] = float(scores.masked)
-    tests = [c["tests"].score or 0.0 for c in scores.components]
-    info["variance_reward"], info["variance_tests"] = group_variances(scores.rewards, tests)
+    info["variance_reward"], info["variance_tests"] = group_variances(scores.rewards, _test_scores(scores))
     info["zero_variance_reward"] = float(info["variance_reward"] == 0.0)
     info["zero_variance_tests"] = float(info["variance_tests"] == 0.0)
     if scores.filter_signal is not None:
         info["filter_signal"] = scores.filter_signal[position]
         info["filtered"] = float(scores.filtered)
     info["judge_fallback"] = float(scores.judge_fallback)
+    info["judge_skipped"] = float(scores.judge_skipped)
     info["stage"] = float(trajectory.metadata.get("stage", 0))
     # Validation reports these per data source: mean test score (val-core .../acc) and pass rate.
     info["acc"] = float((trajectory.verification or {}).get("score", 0.0))

@@ -1,8 +1,9 @@
 """The driver of a training run: set-up, Ray, the run-wide services, then verl's trainer.
 
 Order: preflight (nothing starts if it fails) -> the tiny model when asked for -> the run's dataset
-(prepared into the run directory) -> the process environment every Ray worker inherits -> Ray ->
-the judge actor -> the config resolved here (custom resolvers do not exist in Ray workers) -> verl.
+(prepared into the run directory) -> the task images the run needs first (the rest build in the
+background) -> the process environment every Ray worker inherits -> Ray -> the judge and step-ledger
+actors -> the config resolved here (custom resolvers do not exist in Ray workers) -> verl.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def apply_environment(env: dict[str, str]) -> None:
 
 
 def prepare(cfg: DictConfig) -> None:
-    """Tiny model (if selected and missing) and the run's dataset, before any worker starts."""
+    """Tiny model (if selected and missing), the run's dataset and its first task images, before any
+    worker starts."""
     from terminal_rl.tasks.prepare import prepare_task_set
     from terminal_rl.tasks.task_set import task_set_config
 
@@ -57,15 +59,49 @@ def prepare(cfg: DictConfig) -> None:
         from terminal_rl.models.tiny import make_tiny_model
 
         make_tiny_model(project_path(cfg.model.path), dict(cfg.model.architecture))
-    run = RunContext.from_config(cfg.run)
-    prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
-    run.log_dir.mkdir(parents=True, exist_ok=True)
     from terminal_rl.curriculum.plot import plot_schedule
-    from terminal_rl.curriculum.schedule import schedule_from_config
+    from terminal_rl.integrations.verl.curriculum import run_schedule
 
+    run = RunContext.from_config(cfg.run)
+    prepared = prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
+    run.log_dir.mkdir(parents=True, exist_ok=True)
+    schedule, steps = run_schedule(cfg.data)
+    prepare_images(cfg, run, prepared, schedule)
     # The schedule this run uses, beside its logs.
-    plot_schedule(schedule_from_config(OmegaConf.to_container(cfg.curriculum, resolve=True)),
-                  cfg.curriculum.kind, run.log_dir / "curriculum.png")
+    plot_schedule(schedule, cfg.curriculum.kind, run.log_dir / "curriculum.png", steps)
+
+
+def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule) -> None:
+    """Build the images of the validation rows and the first draws now, the rest in the background
+    (``terminal_rl/training/run_images.py``); tasks whose image fails leave the run, with the reason
+    in its image report."""
+    from rich.console import Console
+
+    from terminal_rl.curriculum.schedule import CurriculumState
+    from terminal_rl.filtering.keep_list import read_keep_list
+    from terminal_rl.integrations.verl.curriculum import validation_rows
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.training.run_images import RunImages, first_needed
+
+    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    images = RunImages(sandbox, run, prepared.train + prepared.val)
+    mix = schedule.difficulty_mix(CurriculumState())
+    keep = read_keep_list(cfg.data_filter.keep_list) if cfg.data_filter.get("keep_list") else None
+    difficulties = {t.id: t.difficulty.value for t in prepared.train}
+    val_ids = [t.id for t in prepared.val]
+    # The first step's prompts and as many refills again (online-variance filtering draws more).
+    draws = 2 * int(cfg.data.train_batch_size)
+
+    def predict(unavailable: frozenset[str]) -> list[str]:
+        val = [val_ids[i] for i in validation_rows(val_ids, unavailable, int(cfg.data.get("val_max_samples", -1)))]
+        return first_needed(difficulties, val, mix, int(cfg.task_set.split_seed), draws, keep, unavailable)
+
+    console = Console(stderr=True)
+    failed = images.build_first(predict, console, sandbox.build.jobs)
+    for outcome in failed:
+        console.print(f"[yellow]task {outcome.task_id} leaves this run: its image does not build "
+                      f"({outcome.category}: {outcome.reason[:160]}); see {run.image_report}[/yellow]")
+    images.build_rest_in_background()
 
 
 def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
@@ -82,14 +118,17 @@ def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
 
 
 def start_services(cfg: DictConfig) -> None:
-    """The run-wide judge (named Ray actor), when any stage can give the judge a weight."""
+    """The run-wide step ledger and, when any stage can give the judge a weight, the judge (named Ray
+    actors)."""
     from terminal_rl.config import to_dataclass
+    from terminal_rl.integrations.verl.services import start_ledger
     from terminal_rl.judge.ray_actor import start_judge_actor
     from terminal_rl.judge.service import JudgeConfig
     from terminal_rl.training.preflight import judge_can_weigh
 
+    run = RunContext.from_config(cfg.run)
+    start_ledger(run.run_id, int(cfg.data_filter.get("max_refills", 0)))
     if judge_can_weigh(cfg):
-        run = RunContext.from_config(cfg.run)
         start_judge_actor(to_dataclass(cfg.judge, JudgeConfig), run.judge_control_dir, run.run_id)
 
 

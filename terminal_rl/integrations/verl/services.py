@@ -1,5 +1,6 @@
-"""Run-wide services the rollout workers talk to: the judge (a named Ray actor started by the
-driver) and the reward weights in force for a sample (from the curriculum state, when there is one)."""
+"""Run-wide services the rollout workers talk to: the judge and the step ledger (named Ray actors
+started by the driver), and the reward weights in force for a sample (from the curriculum state,
+when there is one)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,32 @@ from omegaconf import DictConfig
 
 from terminal_rl.agent.trajectory import Trajectory
 from terminal_rl.curriculum.schedule import Schedule
-from terminal_rl.judge.ray_actor import judge_actor
+from terminal_rl.judge.ray_actor import NAMESPACE, judge_actor
 from terminal_rl.judge.render import describe_environment, render_trajectory
 from terminal_rl.judge.service import JudgeRequest
 from terminal_rl.rewards.mix import RewardMix
 from terminal_rl.tasks.model import Task
 from terminal_rl.training.group_scoring import JudgeGroup
+from terminal_rl.training.step_ledger import StepLedger
 
 
-def reward_mix_for(schedule: Schedule, cfg: DictConfig, task: Task, stage: int, validating: bool) -> RewardMix:
+def reward_mix_for(schedule: Schedule, cfg: DictConfig, difficulty: str, stage: int, validating: bool) -> RewardMix:
     """The reward weights a sample is scored with: the schedule's for (the stage it was drawn in, its
     task's difficulty), or the run's fixed mix; validation scores tests only (it reports test scores)."""
     if validating:
         return RewardMix({"tests": 1.0})
-    weights = schedule.reward_weights(stage, task.difficulty.value, dict(cfg.reward_mix.weights))
+    weights = schedule.reward_weights(stage, difficulty, dict(cfg.reward_mix.weights))
     return RewardMix(weights, cfg.reward_mix.missing)
 
 
 def judge_group_via_actor(cfg: DictConfig, run_id: str) -> JudgeGroup:
     """Ask the run's judge actor to grade a group (the containers are already gone)."""
 
-    async def judge(trajectories: list[Trajectory], test_scores: list[float]) -> list[dict]:
+    async def judge(trajectories: list[Trajectory]) -> list[dict]:
         requests = [JudgeRequest(t.metadata["task_prompt"], t.metadata["environment"],
                                  render_trajectory(t, cfg.judge.max_model_chars, cfg.judge.max_observation_chars))
                     for t in trajectories]
-        return await judge_actor(run_id).judge_group.remote(requests, test_scores)
+        return await judge_actor(run_id).judge_group.remote(requests)
 
     return judge
 
@@ -39,6 +41,22 @@ def judge_group_via_actor(cfg: DictConfig, run_id: str) -> JudgeGroup:
 def judge_context(task: Task) -> dict[str, str]:
     """What the judge needs to know of the task, stamped on the trajectory before the barrier."""
     return {"task_prompt": task.prompt, "environment": describe_environment(task)}
+
+
+def start_ledger(run_id: str, max_refills: int):
+    """Create the run's step ledger (``terminal_rl.training.step_ledger``), or return the existing one."""
+    import ray
+
+    actor = ray.remote(num_cpus=0)(StepLedger)
+    return actor.options(name=f"ledger-{run_id}", namespace=NAMESPACE, get_if_exists=True,
+                         lifetime="detached").remote(max_refills)
+
+
+def ledger(run_id: str):
+    """The run's step ledger actor, from any process of the Ray cluster."""
+    import ray
+
+    return ray.get_actor(f"ledger-{run_id}", namespace=NAMESPACE)
 
 
 def service_metrics(cfg: DictConfig) -> dict[str, float]:

@@ -1,8 +1,11 @@
-"""verl's sync trainer with our per-step metrics: reward components and weights, masked groups,
-terminations, behaviour, curriculum and judge figures, plus a small table of sample trajectories.
+"""verl's sync trainer with our step bookkeeping: the curriculum's step recorded from every group the
+step sampled (before filtering) and saved inside the checkpoint, mini-batches sized in sessions when a
+session returns one row per turn, and our per-step metrics (reward components and weights, masked
+groups, terminations, behaviour, curriculum and judge figures, a small table of trajectories).
 
 Installed in place of verl's "sync" trainer (``TRAINER_REGISTRY["sync"]``): a new mode name would
-switch verl onto its async code paths. Everything else is verl's own.
+switch verl onto its async code paths. Everything else is verl's own. Where this relies on verl
+0.9.1's order of work, the lines are cited (``verl/trainer/ppo/v1/trainer_base.py``, "TB").
 """
 
 from __future__ import annotations
@@ -14,14 +17,19 @@ from pathlib import Path
 import numpy as np
 import ray
 import transfer_queue as tq
+from omegaconf import open_dict
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from terminal_rl.integrations.verl.curriculum import run_curriculum
+from terminal_rl.integrations.verl.services import ledger
 
 # reward_extra_info key prefix -> metric name prefix
 _PREFIXES = {"component_": "reward/{}/mean", "weight_": "reward/weight/{}", "end_": "rollout/ended/{}",
              "behaviour_": "behaviour/{}"}
+_NAMES = {"masked": "rollout/masked_fraction", "judge_fallback": "reward/judge_fallback_fraction",
+          "judge_skipped": "reward/judge_skipped_fraction", "stage": "curriculum/drawn_stage", "acc": "reward/tests_score",
+          "pass": "reward/pass_rate"}
 SAMPLE_ROWS = 4
 
 
@@ -34,45 +42,115 @@ def step_metrics(infos: list[dict[str, float]]) -> dict[str, float]:
     metrics: dict[str, float] = {}
     for key, series in values.items():
         mean = float(np.mean(series))
-        for prefix, template in _PREFIXES.items():
-            if key.startswith(prefix):
-                metrics[template.format(key[len(prefix):])] = mean
-                break
-        else:
-            metrics[{"masked": "rollout/masked_fraction", "judge_fallback": "reward/judge_fallback_fraction",
-                     "stage": "curriculum/stage", "acc": "reward/tests_score",
-                     "pass": "reward/pass_rate"}.get(key, f"rollout/{key}")] = mean
+        prefix = next((p for p in _PREFIXES if key.startswith(p)), None)
+        name = _PREFIXES[prefix].format(key[len(prefix):]) if prefix else _NAMES.get(key, f"rollout/{key}")
+        metrics[name] = mean
     return metrics
 
 
+def session_rows(keys: list[str]) -> list[int]:
+    """Indices of each session's last row among TransferQueue keys ``{uid}_{session}_{i}`` (verl's
+    format, ``agent_loop_tq.py`` l. 193): per-turn sessions have several rows, but count once."""
+    last: dict[str, tuple[int, int]] = {}
+    for row, key in enumerate(keys):
+        session, index = key.rsplit("_", 1)
+        if session not in last or last[session][0] < int(index):
+            last[session] = (int(index), row)
+    return sorted(row for _, row in last.values())
+
+
+def mini_batch_prompts(rows: int, sessions_per_prompt: int, dp_size: int, mini_batches: int) -> int:
+    """``actor.ppo_mini_batch_size`` (in prompts, as verl reads it) that splits ``rows`` into at most
+    ``mini_batches`` mini-batches: verl multiplies it by ``rollout.n`` into rows (TB l. 1829-1830), pads
+    the batch to a multiple of that (TB l. 1589-1621) and takes one optimizer step per mini-batch. With
+    one row per session this is the configured size; with one row per turn it grows with the rows."""
+    per_prompt_block = sessions_per_prompt * dp_size
+    return dp_size * -(-rows // (mini_batches * per_prompt_block))
+
+
 class TerminalTrainer(PPOTrainerSync):
+    def step(self, metrics, timing_raw):
+        """verl's step (rollouts, then the update), then the curriculum's record of the step. The
+        checkpoint is saved right after this returns (TB l. 476-481), so the curriculum state it
+        saves includes this step; metrics come later, after validation (TB l. 486-498)."""
+        batch = super().step(metrics, timing_raw)
+        groups = ray.get(ledger(self._run_id()).take.remote(self.global_steps))
+        curriculum = run_curriculum(self.config.data)
+        curriculum.record_step([(g.task_id, g.stage, score) for g in groups if not g.masked for score in g.test_scores])
+        return batch
+
+    def _save_checkpoint(self):
+        """The curriculum state goes into the checkpoint folder first: verl writes
+        ``latest_checkpointed_iteration.txt`` last (TB l. 1010-1024), so a checkpoint a resume can
+        find always has it."""
+        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+        folder.mkdir(parents=True, exist_ok=True)
+        run_curriculum(self.config.data).save(folder)
+        super()._save_checkpoint()
+
+    def _load_checkpoint(self):
+        super()._load_checkpoint()
+        if self.global_steps:
+            run_curriculum(self.config.data).restore(Path(self.config.trainer.default_local_dir)
+                                                     / f"global_step_{self.global_steps}")
+
+    def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
+        """Mini-batches sized in sessions: set verl's mini-batch size for this step's row count before
+        verl pads the batch and later splits it (it reads the setting in both places)."""
+        actor = self.config.actor_rollout_ref.actor
+        if not hasattr(self, "_mini_batches"):
+            self._mini_batches = self.config.data.train_batch_size // actor.ppo_mini_batch_size
+        dp_size = self._dp_size()
+        rows, n = sum(not tag.get("is_padding", False) for tag in batch.tags), self.config.actor_rollout_ref.rollout.n
+        with open_dict(self.config):
+            actor.ppo_mini_batch_size = mini_batch_prompts(rows, n, dp_size, self._mini_batches)
+        batch = super()._balance_batch(batch, metrics, logging_prefix, keep_minibatch)
+        # verl splits the padded batch into mini-batches of ppo_mini_batch_size x n rows, one optimizer
+        # step each, per PPO epoch (workers/engine_workers.py train_mini_batch).
+        metrics["training/mini_batch_rows"] = actor.ppo_mini_batch_size * n
+        metrics["training/optimizer_steps"] = len(batch.keys) // (actor.ppo_mini_batch_size * n) * actor.ppo_epochs
+        return batch
+
+    def _compute_advantage(self, batch, metrics):
+        """A step whose every group is masked has no loss token, and verl's rollout correction refuses
+        such a batch (``trainer/ppo/rollout_corr_helper.py`` l. 837-838): it is skipped for that step
+        (TB l. 1760-1766 reads ``algorithm.rollout_correction`` there), the advantages are verl's."""
+        masks = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["response_mask"])
+        if int(masks["response_mask"].values().sum()) > 0:
+            return super()._compute_advantage(batch, metrics)
+        algorithm = self.config.algorithm
+        correction = algorithm.get("rollout_correction")
+        with open_dict(algorithm):
+            algorithm.rollout_correction = None
+            try:
+                return super()._compute_advantage(batch, metrics)
+            finally:
+                algorithm.rollout_correction = correction
+
+    def _dp_size(self) -> int:
+        worker_group = self.actor_rollout_wg
+        if "actor" not in worker_group._dispatch_info:
+            worker_group._dispatch_info["actor"] = worker_group._query_dispatch_info("actor")
+        return max(worker_group._dispatch_info["actor"]) + 1
+
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         keys = [k for k, tag in zip(batch.keys, batch.tags) if not tag.get("is_padding", False)]
         if not keys:
             return
-        fields = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=["extra_fields", "extra_info"])
-        extra_fields, extra_info = (_as_list(fields.pop(name)) for name in ("extra_fields", "extra_info"))
-        infos = [e.get("reward_extra_info", {}) for e in extra_fields]
+        keys = [keys[row] for row in session_rows(keys)]
+        fields = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
+        infos = [e.get("reward_extra_info", {}) for e in _as_list(fields.pop("extra_fields"))]
         metrics.update(step_metrics(infos))
-        curriculum = run_curriculum(self.config.data)
-        curriculum.record_step([(row["task_id"], int(row.get("curriculum_stage", 0)), info.get("acc", 0.0))
-                                for row, info in zip(extra_info, infos) if not info.get("masked")])
-        metrics.update(curriculum.metrics())
-        # verl saves a step's checkpoint before computing its metrics: the curriculum state that
-        # includes this step is written into that checkpoint now.
-        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{global_steps}"
-        if folder.is_dir():
-            curriculum.save(folder)
+        metrics.update(run_curriculum(self.config.data).metrics())
         metrics.update(self._service_metrics())
         metrics["ray/actor_nodes"] = self._actor_nodes()
         self._log_samples(global_steps)
 
-    def _load_checkpoint(self):
-        super()._load_checkpoint()
-        if self.global_steps:
-            folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
-            run_curriculum(self.config.data).restore(folder)
+    def _run_id(self) -> str:
+        from terminal_rl.run_context import RunContext
+
+        return RunContext.from_config(self.config.run).run_id
 
     def _actor_nodes(self) -> int:
         """How many Ray nodes the actor workers run on (multi-node runs: every node should train)."""

@@ -1,0 +1,32 @@
+"""Typed view of the ``agent`` config group (``conf/agent/``): the protocol, the token history and the
+episode limits, read in one place by every driver (evaluation, filtering, training)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from omegaconf import DictConfig, OmegaConf
+
+from terminal_rl.agent.episode import EpisodeLimits
+from terminal_rl.agent.tokens import History
+from terminal_rl.config import to_dataclass
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    protocol: str
+    # append | per_turn (terminal_rl/agent/tokens.py).
+    history: str
+    # Name under which the verl agent loop is registered.
+    loop_name: str
+    limits: EpisodeLimits
+
+    @classmethod
+    def from_node(cls, node: DictConfig | dict) -> AgentConfig:
+        data = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
+        limit_keys = {f.name for f in fields(EpisodeLimits)}
+        limits = to_dataclass({k: v for k, v in data.items() if k in limit_keys}, EpisodeLimits)
+        config = to_dataclass({**{k: v for k, v in data.items() if k not in limit_keys}, "limits": limits}, cls)
+        if config.history not in {h.value for h in History}:
+            raise ValueError(f"agent.history={config.history!r} is not one of {[h.value for h in History]}")
+        return config

@@ -1,0 +1,75 @@
+"""A token-level policy session: the history (``terminal_rl.agent.tokens``) renders each turn's prompt
+ids, a generator answers with the model's token ids, and nothing is ever re-tokenised.
+
+One class serves every token-level driver: the evaluation's ``policy=token`` (a vLLM server over
+HTTP) and verl's agent loop (verl's rollout servers), so both send the model the same tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from terminal_rl.agent.policies.base import ContextExhausted, PolicyError, PolicySession, Reply
+from terminal_rl.agent.tokens import ChatTokenizer, TokenHistory, make_history
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One model turn: its token ids, their log-probs when the server gave them, and the weights
+    version that wrote them when the server reports one (verl's global step)."""
+
+    token_ids: list[int]
+    log_probs: list[float] | None = None
+    version: int | None = None
+
+
+# (prompt ids, max new tokens) -> the model's turn
+Generate = Callable[[list[int], int], Awaitable[Generation]]
+
+
+@dataclass(frozen=True)
+class SequenceLimits:
+    """Lengths of one training sample (verl's ``rollout.prompt_length`` / ``response_length``); a
+    turn that cannot fit ends the episode as context exhausted. None: no limit (evaluation)."""
+
+    prompt_tokens: int | None = None
+    response_tokens: int | None = None
+
+
+class TokenSession(PolicySession):
+    def __init__(self, chat: ChatTokenizer, history: str, generate: Generate, limits: SequenceLimits = SequenceLimits()):
+        self.chat = chat
+        self.history_kind = history
+        self.history: TokenHistory | None = None
+        self._generate = generate
+        self._limits = limits
+        self._seen = 0
+
+    async def reply(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
+        if self.history is None:
+            self.history = make_history(self.history_kind, self.chat, messages)
+        else:
+            # messages[self._seen] is our own previous reply, already in the history as its tokens.
+            self.history.add_observation(messages[self._seen + 1 :])
+        self._seen = len(messages)
+        prompt = self.history.prompt_ids()
+        limits = self._limits
+        if limits.prompt_tokens is not None and len(prompt) > limits.prompt_tokens:
+            raise ContextExhausted(f"prompt of {len(prompt)} tokens exceeds {limits.prompt_tokens}")
+        if limits.response_tokens is not None:
+            max_tokens = min(max_tokens, self.history.response_room(limits.response_tokens))
+            if max_tokens <= 0:
+                raise ContextExhausted(f"response length {limits.response_tokens} reached")
+        started = time.monotonic()
+        try:
+            generation = await self._generate(prompt, max_tokens)
+        except PolicyError:
+            raise
+        except Exception as error:  # whatever the model server raised: the policy failed, not the agent
+            raise PolicyError(f"{type(error).__name__}: {error}") from error
+        self.history.add_model_turn(generation.token_ids, generation.log_probs, generation.version)
+        return Reply(text=self.chat.decode(generation.token_ids), latency_sec=time.monotonic() - started,
+                     completion_tokens=len(generation.token_ids), context_tokens=self.history.context_tokens,
+                     token_ids=list(generation.token_ids))
