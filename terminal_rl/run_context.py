@@ -80,6 +80,16 @@ class RunContext:
         return self.node_local_dir / "image_cache"
 
     @property
+    def lease_dir(self) -> Path:
+        """Sandbox leases of this run's processes on this node (``sandbox/lease.py``)."""
+        return self.node_local_dir / "leases"
+
+    @property
+    def toolchain_root(self) -> Path:
+        """The verifier's toolchain, built once per node and shared by every run (``sandbox/toolchain.py``)."""
+        return self.node_local_dir.parent / "toolchain"
+
+    @property
     def docker_data_dir(self) -> Path:
         return self.node_local_dir / "docker"
 

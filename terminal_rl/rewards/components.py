@@ -31,6 +31,15 @@ def score_tests(trajectory: Trajectory) -> ComponentScore:
                           {"reason": verification.get("reason", "not verified" if not verification else "")})
 
 
+def score_task_reward(trajectory: Trajectory) -> ComponentScore:
+    """The task's own all-or-nothing verdict: a Harbor test.sh's reward file; for weighted tasks, 1
+    when every weighted test passed (0 when the agent was not verified)."""
+    verification = trajectory.verification or {}
+    own = verification.get("task_reward")
+    value = float(own) if own is not None else float(verification.get("score", 0.0) == 1.0)
+    return ComponentScore("task_reward", value, {"source": "test.sh" if own is not None else "all tests passed"})
+
+
 def score_judge(judgement: dict[str, Any] | None) -> ComponentScore:
     """The judge's grade of how the agent worked; missing when there is no usable judgement."""
     if not judgement or judgement.get("score") is None:
@@ -63,6 +72,7 @@ def all_components(trajectory: Trajectory, judgement: dict[str, Any] | None, max
     tests = score_tests(trajectory)
     return {
         "tests": tests,
+        "task_reward": score_task_reward(trajectory),
         "judge": score_judge(judgement),
         "format": score_format(trajectory),
         "exec": score_exec(trajectory),

@@ -1,7 +1,8 @@
 """Sandbox CLI.
 
-    python -m terminal_rl.sandbox images bootstrap [--force] [hydra overrides]
-        build the offline base images and tag them with the names task Dockerfiles use
+    python -m terminal_rl.sandbox images bootstrap [task_set=...] [hydra overrides]
+        provide every base image the task set's Dockerfiles build FROM (offline, by recipe), report
+        the ones no recipe covers with their fix, then build the verifier's trusted toolchain
     python -m terminal_rl.sandbox images build [--only ID ...] [--jobs N] [--report FILE] [hydra overrides]
         build the task set's images and write a report of what failed and why
     python -m terminal_rl.sandbox janitor [--this-run] [--networks] [hydra overrides]
@@ -21,13 +22,16 @@ from rich.console import Console
 
 from terminal_rl.config import compose
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.base_images import BaseImageError, bootstrap_base_images
+from terminal_rl.sandbox.base_images import BaseImageError, bootstrap_base_images, common_image
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.build_report import build_all
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import TaskImages
 from terminal_rl.sandbox.janitor import sweep
 from terminal_rl.sandbox.owner import Owner
+from terminal_rl.sandbox.sandbox import sandbox_ulimits
+from terminal_rl.sandbox.toolchain import ToolchainError, ensure_toolchain
+from terminal_rl.tasks.dockerfile import task_set_images
 from terminal_rl.tasks.task_set import load_task_set, task_set_config
 from terminal_rl.tasks.validation import validate_tasks
 
@@ -39,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     groups = parser.add_subparsers(dest="group", required=True)
     images = groups.add_parser("images", help="task and base images").add_subparsers(dest="action", required=True)
-    bootstrap = images.add_parser("bootstrap", help="build the offline base images")
-    bootstrap.add_argument("--force", action="store_true", help="rebuild even when every alias exists")
+    images.add_parser("bootstrap", help="provide the task set's base images and the verifier's toolchain")
     build = images.add_parser("build", help="build the task set's images and report failures")
     build.add_argument("--only", nargs="*", default=[], help="task ids (default: all valid tasks)")
     build.add_argument("--jobs", type=int, default=1, help="builds at once")
@@ -62,16 +65,26 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.group == "images" and args.action == "build":
         return build_images(args, cfg, sandbox, run)
+    return bootstrap(cfg, sandbox, run, client)
+
+
+def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
+    loaded = load_task_set(task_set_config(cfg.task_set))
+    references = task_set_images(validate_tasks(loaded.tasks, loaded.problems).valid)
     try:
-        with console.status("bootstrapping base images (debootstrap + docker import)"):
-            tagged = bootstrap_base_images(client, sandbox.base_images, run.scratch_dir, force=args.force)
-    except BaseImageError as error:
+        with console.status("providing base images (debootstrap + recipes)"):
+            tagged, unmatched = bootstrap_base_images(client, sandbox.base_images, references, run.scratch_dir)
+            common = common_image(client, sandbox.base_images, run.scratch_dir)
+        with console.status("building the verifier's toolchain (once per node)"):
+            toolchain = ensure_toolchain(client, common, run.toolchain_root, sandbox_ulimits(sandbox))
+    except (BaseImageError, ToolchainError) as error:
         console.print(f"[red]error:[/red] {error}")
         return 1
-    if tagged:
-        console.print("built base image, tagged: " + ", ".join(tagged))
-    else:
-        console.print(f"base images present ({len(sandbox.base_images.aliases)} aliases)")
+    console.print(f"base images: {len(references)} named by the task set, {len(tagged)} provided now"
+                  + (f" ({', '.join(tagged)})" if tagged else ""))
+    for fix in unmatched.values():
+        console.print(f"[yellow]missing:[/yellow] {fix}")
+    console.print(f"verifier toolchain: {toolchain.directory} (image {toolchain.image})")
     return 0
 
 

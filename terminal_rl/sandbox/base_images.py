@@ -1,28 +1,38 @@
-"""Offline base images: no registry is reachable (and many clusters' compute nodes are air-gapped).
+"""Offline base images for every FROM a task set names: no registry is reachable (and many clusters'
+compute nodes are air-gapped).
 
-``debootstrap`` builds a minimal Debian root filesystem from the Debian package mirror, ``docker
-import`` turns it into an image, and the image is tagged with every alias task Dockerfiles build
-FROM. pip works system-wide as those Dockerfiles expect (``PIP_BREAK_SYSTEM_PACKAGES=1``). The image
-is labelled with a hash of its recipe, so a changed recipe rebuilds and an unchanged one is reused.
+``debootstrap`` builds one Debian root filesystem from the host's package mirror (the *common* image,
+``docker import``-ed). Each image family a Dockerfile may build FROM (t-bench's Ubuntu and Python
+tags of any date, ``ubuntu:*``, ``python:*``, ``debian:*``) has a *recipe* that derives an image from
+it mimicking what Dockerfiles of that family rely on (is there a ``/usr/bin/python``? does pip refuse
+system-wide installs, as PEP 668 images do?), and a rule in config maps a FROM reference to its
+recipe. ``bootstrap`` tags every missing reference of a task set with its recipe's image; a missing
+reference no rule covers is reported with the exact fix. Images are labelled with a hash of their
+recipe, so a changed recipe rebuilds, an unchanged one is reused, and an image of that name that is
+not ours (loaded by the user, e.g. the real one) is never replaced.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import io
 import json
 import subprocess
+import tarfile
 import tempfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import docker
-from docker.errors import ImageNotFound
+from docker.errors import BuildError, ImageNotFound
 
 from terminal_rl.sandbox.config import BaseImagesConfig
 
 RECIPE_LABEL = "terminal_rl.base_image.recipe"
-_IMAGE_CHANGES = (
+COMMON = "terminal-rl/base"
+_COMMON_CHANGES = (
     'ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"',
-    "ENV PIP_BREAK_SYSTEM_PACKAGES=1",
     "ENV LANG=C.UTF-8",
     'CMD ["/bin/bash"]',
 )
@@ -32,35 +42,83 @@ class BaseImageError(RuntimeError):
     """The base image could not be built; the message says which step failed and how."""
 
 
-def recipe_hash(config: BaseImagesConfig) -> str:
-    recipe = {"suite": config.suite, "packages": sorted(config.packages), "changes": _IMAGE_CHANGES}
+@dataclass(frozen=True)
+class BasePlan:
+    """What a set of FROM references needs: reference -> recipe to provide, and references no rule
+    covers (each with its fix). References present already (ours and current, or not ours) are in
+    neither."""
+
+    provide: dict[str, str]
+    unmatched: dict[str, str]
+
+
+def common_hash(config: BaseImagesConfig) -> str:
+    recipe = {"suite": config.suite, "packages": sorted(config.packages), "changes": _COMMON_CHANGES}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def missing_aliases(client: docker.DockerClient, config: BaseImagesConfig) -> list[str]:
-    """Aliases absent locally or built from another recipe."""
-    wanted = recipe_hash(config)
-    missing = []
-    for alias in config.aliases:
+def recipe_hash(config: BaseImagesConfig, recipe: str) -> str:
+    settings = asdict(config.recipes[recipe])
+    return hashlib.sha256(json.dumps([common_hash(config), recipe, settings], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def recipe_for(reference: str, config: BaseImagesConfig) -> str | None:
+    """The recipe of the first family rule matching ``reference`` (fnmatch patterns), if any."""
+    return next((rule["recipe"] for rule in config.families if fnmatch.fnmatchcase(reference, rule["match"])), None)
+
+
+def fix_for(reference: str) -> str:
+    return (f"FROM {reference}: no such image here and no sandbox.base_images.families rule covers it; load it "
+            f"(`docker load -i <archive>.tar`, e.g. one `docker save {reference}` wrote elsewhere) or map it to a "
+            f"recipe: `- {{match: \"{reference.split(':')[0]}:*\", recipe: debian}}` under sandbox.base_images.families")
+
+
+def plan(client: docker.DockerClient, config: BaseImagesConfig, references: list[str]) -> BasePlan:
+    provide, unmatched = {}, {}
+    for reference in sorted(set(references)):
+        recipe = recipe_for(reference, config)
         try:
-            labels = client.images.get(alias).labels or {}
+            labels = client.images.get(reference).labels or {}
         except ImageNotFound:
-            labels = {}
-        if labels.get(RECIPE_LABEL) != wanted:
-            missing.append(alias)
-    return missing
+            labels = None
+        if labels is not None and (RECIPE_LABEL not in labels or recipe is None
+                                   or labels[RECIPE_LABEL] == recipe_hash(config, recipe)):
+            continue  # not ours (keep it), or ours and current
+        if recipe is None:
+            unmatched[reference] = fix_for(reference)
+        else:
+            provide[reference] = recipe
+    return BasePlan(provide, unmatched)
 
 
-def bootstrap_base_images(client: docker.DockerClient, config: BaseImagesConfig, scratch: Path,
-                          force: bool = False) -> list[str]:
-    """Build the base image when an alias is missing (or ``force``) and tag every alias.
+def bootstrap_base_images(client: docker.DockerClient, config: BaseImagesConfig, references: list[str],
+                          scratch: Path) -> tuple[list[str], dict[str, str]]:
+    """Provide every reference of ``references`` that is missing (or ours from an older recipe).
 
     Returns:
-        The aliases (re)tagged; empty when everything was already present.
+        (the references (re)tagged, the references no rule covers -> their fix).
     """
-    todo = list(config.aliases) if force else missing_aliases(client, config)
-    if not todo:
-        return []
+    needs = plan(client, config, references)
+    images: dict[str, str] = {}
+    for reference, recipe in sorted(needs.provide.items()):
+        if recipe not in images:
+            images[recipe] = _recipe_image(client, config, recipe, scratch)
+        client.images.get(images[recipe]).tag(*_split_tag(reference))
+    return sorted(needs.provide), needs.unmatched
+
+
+def common_tag(config: BaseImagesConfig) -> str:
+    return f"{COMMON}:{common_hash(config)}"
+
+
+def common_image(client: docker.DockerClient, config: BaseImagesConfig, scratch: Path) -> str:
+    """The debootstrapped Debian image every recipe derives from (built when missing)."""
+    tag = common_tag(config)
+    try:
+        client.images.get(tag)
+        return tag
+    except ImageNotFound:
+        pass
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch, prefix="rootfs-") as work:
         rootfs, tarball = Path(work) / "rootfs", Path(work) / "rootfs.tar"
@@ -71,14 +129,45 @@ def bootstrap_base_images(client: docker.DockerClient, config: BaseImagesConfig,
             subprocess.run(["umount", "-R", "-l", str(rootfs / "proc"), str(rootfs / "sys")], capture_output=True)
         _run(["tar", "--numeric-owner", "--one-file-system", "-C", str(rootfs), "-cf", str(tarball), "."],
              "pack the root filesystem")
-        changes = [*_IMAGE_CHANGES, f"LABEL {RECIPE_LABEL}={recipe_hash(config)}"]
         with tarball.open("rb") as data:
-            response = client.api.import_image(src=data, changes=changes)
+            response = client.api.import_image(src=data, changes=list(_COMMON_CHANGES))
     # The image id is the last status line's; podman ignores an import's tag, so tag afterwards.
     image = client.images.get(json.loads(response.strip().splitlines()[-1])["status"])
-    for alias in todo:
-        image.tag(*_split_tag(alias))
-    return todo
+    image.tag(*_split_tag(tag))
+    return tag
+
+
+def recipe_dockerfile(common: str, config: BaseImagesConfig, recipe: str) -> str:
+    """The few lines that turn the common image into one family's (pure)."""
+    settings = config.recipes[recipe]
+    lines = [f"FROM {common}"]
+    if not settings.python_alias:
+        lines.append("RUN rm -f /usr/bin/python")
+    if not settings.externally_managed:
+        lines.append("RUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED")
+    lines.append(f"LABEL {RECIPE_LABEL}={recipe_hash(config, recipe)}")
+    return "\n".join(lines) + "\n"
+
+
+def _recipe_image(client: docker.DockerClient, config: BaseImagesConfig, recipe: str, scratch: Path) -> str:
+    tag = f"{COMMON}-{recipe.replace('_', '-')}:{recipe_hash(config, recipe)}"
+    try:
+        client.images.get(tag)
+        return tag
+    except ImageNotFound:
+        pass
+    dockerfile = recipe_dockerfile(common_image(client, config, scratch), config, recipe).encode()
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as archive:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        archive.addfile(info, io.BytesIO(dockerfile))
+    try:
+        client.images.build(fileobj=io.BytesIO(context.getvalue()), custom_context=True, tag=tag, pull=False,
+                            rm=True, network_mode="none")
+    except BuildError as error:
+        raise BaseImageError(f"could not derive the {recipe} base image: {error.msg}") from error
+    return tag
 
 
 def host_debian_mirror(sources_dir: Path = Path("/etc/apt")) -> str:

@@ -2,9 +2,11 @@
 
     python -m terminal_rl.sandbox images build [--only ID ...] [--report FILE] [overrides]
 
-Failures are classified from the build log, so a report over hundreds of tasks reads at a glance:
-a download from a website this machine cannot reach, a base image that is not present, a package
-that does not exist for the base image's distribution, or other.
+Failures are classified from the build log, so a report over hundreds of tasks reads at a glance and
+says what to fix: a Dockerfile error, a missing base image (no recipe covers it: ``tasks prepare``
+prints the fix), a base image that differs from the real one where the Dockerfile relies on it, the
+network (a download from a site this machine cannot reach), a package the base image's distribution
+does not have, a timeout, or other.
 """
 
 from __future__ import annotations
@@ -24,18 +26,19 @@ from terminal_rl.tasks.model import Task
 # Matched against the log with ANSI codes and all whitespace removed: Docker's streamed log splits
 # words across chunks ("Could not resolv" | "e host").
 _REASONS = (
-    ("invalid Dockerfile", re.compile(r"dockerfileparseerror", re.I)),
-    ("base image not present locally", re.compile(r"pullaccessdenied|manifestunknown|repositorydoesnotexist|"
-                                                 r"gethttps://registry|dialtcp:lookupregistry", re.I)),
-    ("the bootstrapped Debian base differs from the task's image", re.compile(
-        r"user'ubuntu'doesnotexist|failedtocreatesymboliclink'/usr/bin/python'", re.I)),
-    ("downloads from a website this machine cannot reach", re.compile(
+    ("Dockerfile error", re.compile(r"dockerfileparseerror|unknowninstruction|failedtoparsedockerfile", re.I)),
+    ("missing base image", re.compile(r"pullaccessdenied|manifestunknown|repositorydoesnotexist|"
+                                      r"gethttps://registry|dialtcp:lookupregistry|nosuchimage|notpresentlocally\(buildsneverpull", re.I)),
+    ("base image differs from the real one", re.compile(
+        r"user'ubuntu'doesnotexist|failedtocreatesymboliclink'/usr/bin/python'|externally-managed-environment", re.I)),
+    ("network", re.compile(
         r"couldnotresolvehost|failedtoconnect|connectionrefused|temporaryfailureresolving|nameorservicenotknown|"
-        r"unabletoaccess'https?://|wget:unable|curl:\(\d+\)|npm:notfound|rbenv:notfound", re.I)),
-    ("package not available for the base image", re.compile(
+        r"unabletoaccess'https?://|wget:unable|curl:\(\d+\)|npm:notfound|rbenv:notfound|certificate_verify_failed|"
+        r"sslerror|networkisunreachable", re.I)),
+    ("package not found", re.compile(
         r"unabletolocatepackage|hasnoinstallationcandidate|nomatchingdistributionfound|"
-        r"couldnotfindaversionthatsatisfies", re.I)),
-    ("build timed out", re.compile(r"timedout|readtimeout", re.I)),
+        r"couldnotfindaversionthatsatisfies|packagenotfound|notfoundinrepository", re.I)),
+    ("timeout", re.compile(r"timedout|readtimeout", re.I)),
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|\[\d+m")
 

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import to_dataclass
+
+
+@dataclass(frozen=True)
+class RecipeConfig:
+    # Whether /usr/bin/python exists, and whether pip refuses system-wide installs (PEP 668).
+    python_alias: bool
+    externally_managed: bool
 
 
 @dataclass(frozen=True)
@@ -14,7 +21,20 @@ class BaseImagesConfig:
     suite: str
     mirror: str
     packages: list[str]
-    aliases: list[str]
+    recipes: dict[str, RecipeConfig]
+    # {match: pattern, recipe: name}, first match wins.
+    families: list[dict[str, str]]
+
+    @classmethod
+    def from_node(cls, node) -> BaseImagesConfig:
+        data = dict(node)
+        recipes = {name: to_dataclass(settings, RecipeConfig) for name, settings in data.pop("recipes").items()}
+        config = to_dataclass({**data, "recipes": recipes}, cls)
+        unknown = sorted({rule["recipe"] for rule in config.families} - set(recipes))
+        if unknown:
+            raise ValueError(f"sandbox.base_images.families name recipes {unknown} that sandbox.base_images.recipes "
+                             f"does not define (known: {sorted(recipes)})")
+        return config
 
 
 @dataclass(frozen=True)
@@ -49,6 +69,12 @@ class SessionConfig:
 
 
 @dataclass(frozen=True)
+class LeaseConfig:
+    renew_sec: float
+    stale_sec: float
+
+
+@dataclass(frozen=True)
 class JanitorConfig:
     ttl_sec: float
     interval_sec: float
@@ -64,12 +90,14 @@ class SandboxConfig:
     build: BuildConfig
     container: ContainerConfig
     session: SessionConfig
+    lease: LeaseConfig
     janitor: JanitorConfig
 
     @classmethod
     def from_node(cls, node: DictConfig) -> SandboxConfig:
-        groups = {"base_images": BaseImagesConfig, "build": BuildConfig, "container": ContainerConfig,
-                  "session": SessionConfig, "janitor": JanitorConfig}
+        groups = {"build": BuildConfig, "container": ContainerConfig, "session": SessionConfig,
+                  "lease": LeaseConfig, "janitor": JanitorConfig}
         values = {key: to_dataclass(node[key], kind) for key, kind in groups.items()}
-        scalars = {key: node[key] for key in node if key not in groups}
+        values["base_images"] = BaseImagesConfig.from_node(OmegaConf.to_container(node["base_images"], resolve=True))
+        scalars = {key: node[key] for key in node if key not in groups and key != "base_images"}
         return to_dataclass({**scalars, **values}, cls)

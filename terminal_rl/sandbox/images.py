@@ -1,14 +1,15 @@
 """Task images: built once per content hash, reused by every rollout and epoch.
 
 The tag is derived from a hash of everything that goes into the build (Dockerfile, build context,
-injected CA bundle and forwarded settings), so an unchanged task is a cache hit and a changed one
-rebuilds. A file lock per hash on the node-local image cache makes concurrent requests (threads,
+injected CA bundle, forwarded settings, and the base images it builds FROM: their recipe when they
+are ours, the same on every node, else their image id), so an unchanged task is a cache hit and a
+changed one, or one whose base image changed, rebuilds. A file lock per hash on the node-local image cache makes concurrent requests (threads,
 or the several rollout-worker processes sharing one daemon) build it once; the others wait and reuse.
 A build that failed is not tried again by this node's later requests: its failure is kept beside
 the lock (delete ``<hash>.failed`` in the image cache to retry).
 
-Builds never pull an image that exists locally (``pull=False``); base images come from
-``base_images.py``. Behind a TLS-intercepting proxy, ``build.inject_ca`` copies the host's CA bundle
+Builds never pull: a task whose base image is not present locally fails before the engine is asked
+(the engine would try its registry); base images come from ``base_images.py``. Behind a TLS-intercepting proxy, ``build.inject_ca`` copies the host's CA bundle
 into every stage and points pip, requests, curl and apt at it; ``auto`` does so exactly when the host
 itself points pip/requests/SSL at a bundle of its own (``CA_VARIABLES``), as such proxies require.
 """
@@ -23,19 +24,22 @@ import os
 import re
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docker.errors import APIError, BuildError, ImageNotFound
 
 from terminal_rl.config import project_path
+from terminal_rl.sandbox.base_images import RECIPE_LABEL
 from terminal_rl.sandbox.config import BuildConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker
 from terminal_rl.sandbox.output import sanitize
+from terminal_rl.tasks.dockerfile import base_images
 from terminal_rl.tasks.model import Task
 
 TASK_LABEL = "terminal_rl.task_id"
 HASH_LABEL = "terminal_rl.build_hash"
+ABSENT = "absent"  # a base image not present locally
 CA_FILE = "terminal_rl_ca.crt"
 APT_CA_FILE = "terminal_rl_apt_ca.conf"
 _CA_PATH = f"/usr/local/share/terminal_rl/{CA_FILE}"
@@ -73,6 +77,8 @@ class BuildInputs:
 
     context: dict[str, bytes]
     build_args: dict[str, str]
+    # FROM reference -> what identifies that base image (see the module docstring).
+    bases: dict[str, str] = field(default_factory=dict)
 
     @property
     def build_hash(self) -> str:
@@ -80,6 +86,8 @@ class BuildInputs:
         for path in sorted(self.context):
             digest.update(path.encode() + b"\0" + hashlib.sha256(self.context[path]).digest())
         digest.update(json.dumps(self.build_args, sort_keys=True).encode())
+        if self.bases:
+            digest.update(json.dumps(self.bases, sort_keys=True).encode())
         return digest.hexdigest()
 
     def tarball(self) -> bytes:
@@ -92,7 +100,8 @@ class BuildInputs:
         return buffer.getvalue()
 
 
-def build_inputs(task: Task, config: BuildConfig, environ: dict[str, str] | None = None) -> BuildInputs:
+def build_inputs(task: Task, config: BuildConfig, environ: dict[str, str] | None = None,
+                 bases: dict[str, str] | None = None) -> BuildInputs:
     """The build context and args for ``task`` under ``config`` (pure apart from reading the CA file)."""
     environ = os.environ if environ is None else environ
     dockerfile = task.environment.dockerfile
@@ -105,7 +114,7 @@ def build_inputs(task: Task, config: BuildConfig, environ: dict[str, str] | None
         context[CA_FILE] = bundle.read_bytes()
         context[APT_CA_FILE] = f'Acquire::https::CAInfo "{_CA_PATH}";\n'.encode()
     context["Dockerfile"] = _with_build_settings(dockerfile, bundle is not None, sorted(build_args)).encode()
-    return BuildInputs(context, build_args)
+    return BuildInputs(context, build_args, dict(bases or {}))
 
 
 def ca_bundle(config: BuildConfig, environ: dict[str, str]) -> Path | None:
@@ -144,7 +153,12 @@ class TaskImages:
                 raise ImageBuildError(task.id, f"image {task.environment.image} is not present locally "
                                                "(no registry is used; load or build it first)", "")
             return BuiltImage(task.environment.image, True, time.monotonic() - started)
-        inputs = build_inputs(task, self._config)
+        inputs = build_inputs(task, self._config, bases=await self._bases(task.environment.dockerfile))
+        absent = [reference for reference, identity in inputs.bases.items() if identity == ABSENT]
+        if absent:  # the engine would try a registry: fail here, before any traffic
+            raise ImageBuildError(task.id, f"base image {', '.join(absent)} is not present locally (builds never "
+                                           "pull; `python -m terminal_rl.sandbox images bootstrap` provides the "
+                                           "ones a recipe covers, `tasks prepare` names the fix for the others)", "")
         tag = image_tag(task, inputs)
         if await self._exists(tag):
             return BuiltImage(tag, True, time.monotonic() - started)
@@ -153,6 +167,21 @@ class TaskImages:
 
     async def remove(self, image: str) -> None:
         await self._docker.call(self._docker.api.remove_image, image, force=True)
+
+    async def _bases(self, dockerfile: str) -> dict[str, str]:
+        """Each FROM image's identity: our recipe hash (the same on every node), else its id."""
+        bases = {}
+        for reference in base_images(dockerfile):
+            if reference == "scratch" or "$" in reference:  # no image, or one only the build args name
+                continue
+            try:
+                attrs = await self._docker.call(self._docker.api.inspect_image, reference)
+            except ImageNotFound:
+                bases[reference] = ABSENT
+                continue
+            labels = (attrs.get("Config") or {}).get("Labels") or {}
+            bases[reference] = labels.get(RECIPE_LABEL) or attrs["Id"]
+        return bases
 
     async def _exists(self, image: str) -> bool:
         try:

@@ -2,8 +2,10 @@
 
 Isolation: memory (no swap), cpus, pids, all capabilities dropped but a few that apt-get, pip and
 services need, ``no-new-privileges``, no network unless the task allows it (then egress to the
-outside only, see ``network.py``). The container's main process is ``sleep <budget + grace>``, so
-even an orphan stops by itself; the janitor removes what stays behind.
+outside only, see ``network.py``). The verifier's trusted toolchain is mounted read-only at
+``/terminal_rl``. The container's main process watches its owner's lease (``lease.py``) and exits
+when the owner is gone or the task's budget plus a grace is spent; the container is auto-removed,
+so even the sandboxes of a SIGKILLed run disappear by themselves; the janitor is a second net.
 
 Not guarded against: kernel exploits (containers share the host kernel), and anything a task image
 itself is built to do.
@@ -20,17 +22,23 @@ from dataclasses import dataclass
 from docker.errors import APIError, NotFound
 from docker.types import Ulimit
 
+from terminal_rl.sandbox.base_images import common_tag
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.files import ContainerFiles
 from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.sandbox.janitor import sweep_periodically
+from terminal_rl.sandbox.lease import MOUNT_POINT, Lease
 from terminal_rl.sandbox.network import ensure_egress_network
 from terminal_rl.sandbox.owner import Owner
 from terminal_rl.sandbox.shell import CommandResult, ShellSession
 from terminal_rl.sandbox.terminal import Terminal
+from terminal_rl.sandbox.toolchain import PREFIX, PYTHON, Toolchain, ensure_toolchain
+from terminal_rl.sandbox.verifier_container import run_verifier_container
 from terminal_rl.tasks.model import Limits, Task
+
+LEASE_WATCH = f"{PREFIX}/lib/lease_watch.py"
 
 
 class SandboxError(RuntimeError):
@@ -48,22 +56,41 @@ class SandboxSpec:
 
 
 class Sandbox:
-    """A running container: the agent's shell, the keystroke terminal, file tools."""
+    """A running container: the agent's shell, the keystroke terminal, file tools, its verifier."""
 
-    def __init__(self, docker: AsyncDocker, container_id: str, workdir: str, session: ShellSession,
-                 control: ShellSession, config: SandboxConfig):
+    def __init__(self, docker: AsyncDocker, container_id: str, attrs: dict, session: ShellSession,
+                 control: ShellSession, config: SandboxConfig, factory: SandboxFactory):
         self.docker = docker
         self.container_id = container_id
-        self.workdir = workdir
+        self.workdir = attrs["Config"].get("WorkingDir") or "/"
+        # The image's environment (the verifier hands its harmless part to the tests).
+        self.image_env: list[str] = attrs["Config"].get("Env") or []
+        self.capabilities: list[str] = list(config.container.cap_add)
         self.session = session
         self.control = control
-        self.files = ContainerFiles(docker, container_id, control, config.session.file_max_bytes, workdir)
+        self._factory = factory
+        self.files = ContainerFiles(docker, container_id, control, config.session.file_max_bytes, self.workdir)
         self.terminal = Terminal(control, config.session.terminal_width, config.session.terminal_height)
         self._default_timeout = config.session.default_timeout_sec
 
     async def run(self, command: str, timeout: float | None = None) -> CommandResult:
         """Run a shell command in the agent's persistent session."""
         return await self.session.run(command, timeout or self._default_timeout)
+
+    async def run_verifier(self, job: dict, limits: Limits) -> tuple[dict | None, str]:
+        """Run a verification job in a trusted verifier container beside this sandbox
+        (``verifier_container.py``)."""
+        factory = self._factory
+        return await self.docker.call(run_verifier_container, self.docker.api, factory.toolchain.image,
+                                      self.container_id, job, limits, factory.owner.labels(factory.run_id, "verifier"),
+                                      factory.ulimits)
+
+
+def sandbox_ulimits(config: SandboxConfig) -> list[Ulimit]:
+    """The open-file and process limits every container of ours gets (podman needs them explicit)."""
+    container = config.container
+    return [Ulimit(name="nofile", soft=container.nofile, hard=container.nofile),
+            Ulimit(name="nproc", soft=container.nproc, hard=container.nproc)]
 
 
 class SandboxFactory:
@@ -75,15 +102,22 @@ class SandboxFactory:
 
     def __init__(self, config: SandboxConfig, run: RunContext):
         self.config = config
+        self.run = run
         self.run_id = run.run_id
         self.docker = AsyncDocker(docker_client(config.docker_host), config.docker_threads)
         self.images = TaskImages(self.docker, config.build, run.image_cache_dir / "locks")
         self.owner = Owner.current()
+        self.lease = Lease(run.lease_dir, config.lease.renew_sec)
+        self.toolchain: Toolchain | None = None
+        self.ulimits = sandbox_ulimits(config)
         self._slots = asyncio.Semaphore(config.max_sandboxes)
         self._egress_ready = False
         self._janitor: asyncio.Task | None = None
 
     async def __aenter__(self) -> SandboxFactory:
+        self.toolchain = await self.docker.call(ensure_toolchain, self.docker.client, common_tag(self.config.base_images),
+                                                self.run.toolchain_root, self.ulimits)
+        self.lease.start()
         janitor = self.config.janitor
         self._janitor = asyncio.create_task(
             sweep_periodically(self.docker.client, janitor.ttl_sec, janitor.interval_sec))
@@ -94,6 +128,7 @@ class SandboxFactory:
             self._janitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._janitor
+        self.lease.stop()
         self.docker.close()
 
     @contextlib.asynccontextmanager
@@ -121,8 +156,13 @@ class SandboxFactory:
                 await asyncio.shield(removal)
 
     async def remove(self, container_id: str) -> None:
-        with contextlib.suppress(NotFound):
+        try:
             await self.docker.call(self.docker.api.remove_container, container_id, force=True, v=True)
+        except NotFound:
+            pass
+        except APIError as error:  # auto-removal already under way
+            if error.status_code != 409:
+                raise
 
     async def _create(self, spec: SandboxSpec) -> str:
         limits, container = spec.limits, self.config.container
@@ -136,13 +176,16 @@ class SandboxFactory:
             mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
             nano_cpus=int(limits.cpus * 1e9), pids_limit=limits.pids,
             cap_drop=["ALL"], cap_add=list(container.cap_add), security_opt=["no-new-privileges"],
-            network_mode=container.egress_network if limits.network else "none", init=True,
-            ulimits=[Ulimit(name="nofile", soft=container.nofile, hard=container.nofile),
-                     Ulimit(name="nproc", soft=container.nproc, hard=container.nproc)],
+            network_mode=container.egress_network if limits.network else "none", init=True, auto_remove=True,
+            ulimits=self.ulimits,
+            binds={str(self.toolchain.directory): {"bind": PREFIX, "mode": "ro"},
+                   str(self.lease.folder): {"bind": MOUNT_POINT, "mode": "ro"}},
         )
+        watch = [PYTHON, "-I", "-S", LEASE_WATCH, self.lease.mounted_path, str(self.config.lease.stale_sec),
+                 str(int(budget))]
         try:
             created = await self.docker.call(
-                self.docker.api.create_container, spec.image, command=["sleep", str(int(budget))],
+                self.docker.api.create_container, spec.image, command=watch,
                 labels=self.owner.labels(self.run_id, rollout_id), host_config=host_config,
                 hostname="sandbox", network_disabled=not limits.network,
             )
@@ -174,5 +217,4 @@ class SandboxFactory:
                 self.docker.call(self.docker.api.inspect_container, container_id), open_shell(), open_shell(kill))
         except Exception as error:
             raise SandboxError(f"could not attach to container {container_id[:12]}: {error}") from error
-        workdir = attrs["Config"].get("WorkingDir") or "/"
-        return Sandbox(self.docker, container_id, workdir, session, opened["control"], self.config)
+        return Sandbox(self.docker, container_id, attrs, session, opened["control"], self.config, self)

@@ -1,76 +1,75 @@
-"""Verification: the reward's ground truth, run in the container the agent worked in.
+"""Verification: the reward's ground truth, one path for every task format, hardened against the agent.
 
-What it does against an agent that tries to game it:
-- tests enter the container only now, after the agent has finished, in a folder with an
-  unpredictable name created at verify time (through the Docker archive API, no container binary);
-- pytest runs in a fresh ``docker exec`` (never the agent's shell: its aliases, variables and rc
-  files do not apply), with a clean interpreter: ``python3 -I -S`` (no PYTHON* variables, no user
-  site, no current directory on the path, no ``sitecustomize``, and ``.pth`` files contribute only
-  plain path entries, never code), the current directory appended *after* the standard library so
-  a planted ``pytest.py`` or ``json.py`` cannot shadow anything, ``--noconftest`` (planted
-  ``conftest.py`` files are ignored), our own ini file (planted ``pytest.ini``/``tox.ini``/
-  ``pyproject.toml`` are not read), plugin autoload off, no cache;
-- the result is a JUnit report at a fresh random path, read back through the Docker API, never a
-  file the agent could have planted; Harbor's ``/tests`` and ``/logs/verifier`` are recreated first;
-- services the agent started keep running (tests check them).
+Threat model. The agent is root in its container with the sandbox's capabilities (no ``SYS_ADMIN``,
+no ``SYS_PTRACE``), shares the PID namespace the verifier runs in, may leave processes running, and
+may rewrite any file of the image, including interpreters, pytest, shells and whatever it can reach
+in ``/proc``.
 
-What it does not protect against: a root agent that rewrites the interpreter, pytest itself, or
-``timeout``/``bash`` in the image; a process the agent left running that races the verifier and
-edits the fresh folder or ``/logs/verifier`` while tests run; editable installs that work only
-through ``.pth`` import hooks are invisible to the tests (a consequence of not running ``.pth`` code).
+What runs the tests. A verifier container started from the trusted toolchain image
+(``toolchain.py``: Python with pytest, bash, coreutils and friends, self-contained, mounted read-only
+at ``/terminal_rl`` in every sandbox) joins the sandbox's PID and network namespaces, so services
+the agent started keep running and stay reachable and its processes are visible. Its runner
+(``verifier_runner.py``) makes itself non-dumpable and fails the verification if any other process
+got hold of its stdio, memory or root first; it then takes the job, enters the sandbox's mount
+namespace in a private copy, mounts fresh tmpfs on ``/tests`` and ``/logs/verifier`` (no agent
+process can see, prepare or rewrite them), writes the tests there, and runs:
+
+* Terminal-Bench-RL / Terminal-Bench 1 tasks: the toolchain's pytest over the tests (weighted);
+* Harbor tasks: ``tests/test.sh`` unchanged, by the toolchain's bash,
+
+as a uid that is not the agent's, with the sandbox's capabilities (tests read what root can) plus one
+the agent lacks (so no agent process can reach a verifier process's ``/proc/<pid>/root``, fds or
+memory), no new privileges, a clean environment:
+the toolchain first on ``PATH`` (any ``python3``/``pytest``/``bash``/``timeout`` a test.sh starts is
+ours), ``PYTEST_ADDOPTS`` pinning the root dir and the conftest cut-off to ``/tests`` (the task's own
+conftest works; planted ones above it do not), plugin autoload off, no cache, a private JUnit report
+per pytest run, no user site, and the toolchain's sitecustomize (a module the toolchain has, such
+as pytest or ``json``, always comes from it, whatever is planted in the working directory; the
+image's site-packages come after, ignoring ``.pth`` code). The result comes back over the
+verifier's own stdout, tagged with a fresh nonce; the reward comes only from what the tests wrote
+in the private ``/logs/verifier`` (a planted or pre-existing one is ignored).
+
+Still not protected: a kernel exploit (containers share the host kernel). Code the tests themselves
+execute (the agent's programs, which tests run on purpose) runs with the tests' rights and could
+write a report or reward file itself; for weighted tasks only the report of the pytest the verifier
+started counts and the tests' leftover processes are killed before results are read, but a Harbor
+test.sh's reward file is whatever its commands wrote. Third-party modules the tests import that only
+the image provides (an agent that rewrites the image's ``numpy`` can fool a test that trusts it;
+pytest and requests come from the toolchain). A test.sh that activates a virtual environment of the
+image or installs its own pytest runs that one. An agent that changes its files while the tests run
+(the tests test the state they see). An agent that stops or kills the verifier scores 0, the same as
+failing. Tests run on the toolchain's Python 3.11: an image whose tests need compiled modules built
+for another Python fails verification. The verifier container itself holds ``SYS_ADMIN`` and runs
+without AppArmor confinement (to enter and remount namespaces); only our runner uses those: what the
+tests execute has the sandbox's capabilities.
 """
 
 from __future__ import annotations
 
-import asyncio
-import io
 import json
 import secrets
-import tarfile
 import time
+import xml.etree.ElementTree as ElementTree
 from dataclasses import asdict, dataclass, field
 
-from docker.errors import NotFound
-
-from terminal_rl.sandbox.output import OutputCapture
+from terminal_rl.sandbox.output import sanitize
 from terminal_rl.sandbox.sandbox import Sandbox
+from terminal_rl.sandbox.toolchain import BIN_DIRS, PREFIX, PYTHON
 from terminal_rl.tasks.model import Task, VerifierKind
 from terminal_rl.tasks.pytest_source import effective_weights
 from terminal_rl.tasks.weighted_reward import junit_outcomes, weighted_score
 
-# Runs under `python3 -I -S`: site-packages without executing any .pth code, then pytest.
-_PYTEST_RUNNER = r"""
-import os, site, sys
-dirs = list(site.getsitepackages())
-venv = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.executable))), "pyvenv.cfg")
-if os.path.isfile(venv):
-    root = os.path.dirname(venv)
-    dirs.insert(0, os.path.join(root, "lib", "python%d.%d" % sys.version_info[:2], "site-packages"))
-for directory in dirs:
-    if not os.path.isdir(directory):
-        continue
-    sys.path.append(directory)
-    for name in sorted(os.listdir(directory)):
-        if not name.endswith(".pth"):
-            continue
-        try:
-            lines = open(os.path.join(directory, name), encoding="utf-8", errors="replace").read().splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            line = line.strip()
-            if line and not line.startswith(("#", "import ", "import\t")):
-                path = os.path.join(directory, line)
-                if os.path.isdir(path):
-                    sys.path.append(path)
-import pytest
-sys.path.append(os.getcwd())
-sys.exit(pytest.main(sys.argv[1:]))
-"""
-_PYTEST_INI = "[pytest]\naddopts =\njunit_family = xunit1\n"
-_REPORT = "report.xml"
-_HARBOR_REWARDS = ("/logs/verifier/reward.txt", "/logs/verifier/reward.json")
-_LOG_BYTES = 8192
+# The tests' uid: not the agent's root. The agent could still take it (it has CAP_SETUID), so the
+# tests also hold a capability the agent's processes lack: the kernel lets a process inspect another
+# (/proc/<pid>/root, fd, mem) only if its permitted capabilities include the other's, or with
+# CAP_SYS_PTRACE (security/commoncap.c, cap_ptrace_access_check). WAKE_ALARM grants nothing else.
+VERIFIER_UID = 10999
+GUARD_CAPABILITY = "WAKE_ALARM"
+JUNIT_DIR = "/logs/verifier/.terminal_rl_junit"
+HARBOR_REWARDS = ("reward.txt", "reward.json")
+_INI_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# Variables of the image's environment that could steer an interpreter, a shell or pytest.
+_UNSAFE_ENV = ("PYTHON", "LD_", "BASH_ENV", "ENV", "PYTEST", "PATH", "PS4", "SHELLOPTS", "BASHOPTS")
 
 
 @dataclass(frozen=True)
@@ -84,124 +83,112 @@ class VerificationResult:
     duration_sec: float
     # Empty when the verifier ran normally; otherwise why the score is what it is.
     reason: str = ""
-    # True when the failure is the environment's (e.g. no pytest in the image), not the agent's.
+    # True when the failure is the environment's (e.g. the verifier could not start), not the agent's.
     infrastructure_error: bool = False
     exit_code: int | None = None
     log: str = field(default="", repr=False)
+    # Harbor tasks: the task's own reward (its test.sh's reward file), beside the per-test outcomes.
+    task_reward: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
-    """Run the task's tests in ``sandbox`` and score them (see the module docstring)."""
+def verification_job(task: Task, image_env: list[str], workdir: str, capabilities: list[str]) -> dict:
+    """What the verifier runner does for ``task`` (pure): the files for ``/tests``, the command, its
+    environment and limits, and a fresh nonce that tags the result."""
+    files = dict(task.tests) if task.verifier is VerifierKind.HARBOR else {
+        name: source for name, source in task.tests.items() if name.endswith(".py")}
+    if not any(name in files for name in _INI_FILES):
+        files["pytest.ini"] = "[pytest]\naddopts =\njunit_family = xunit1\n"
     if task.verifier is VerifierKind.HARBOR:
-        return await _verify_harbor(sandbox, task)
-    return await _verify_pytest(sandbox, task)
+        command = [f"{PREFIX}/usr/bin/bash", "--noprofile", "--norc", "/tests/test.sh"]
+    else:
+        command = [PYTHON, "-m", "pytest", *[f"/tests/{n}" for n in sorted(files) if n.endswith(".py")], "-q", "-rA"]
+    image = dict(entry.split("=", 1) for entry in image_env if "=" in entry)
+    path = image.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    environment = {name: value for name, value in image.items() if not name.startswith(_UNSAFE_ENV)} | {
+        "PATH": ":".join([*BIN_DIRS, path]), "HOME": "/root", "USER": "root", "LOGNAME": "root", "LANG": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TERMINAL_RL_JUNIT_DIR": JUNIT_DIR,
+        "PYTEST_ADDOPTS": f"--rootdir=/tests --confcutdir=/tests -p no:cacheprovider -o junit_family=xunit1 "
+                          f"--junitxml={JUNIT_DIR}/run.xml"}
+    return {"files": files, "command": command, "environment": environment, "workdir": workdir,
+            "timeout_sec": float(task.limits.verifier_timeout_sec), "uid": VERIFIER_UID,
+            "capabilities": sorted({*capabilities, GUARD_CAPABILITY}), "nonce": secrets.token_hex(16)}
 
 
-async def _verify_pytest(sandbox: Sandbox, task: Task) -> VerificationResult:
-    started = time.monotonic()
-    weights = effective_weights(task)
-    folder = f"/tmp/.verify-{secrets.token_hex(16)}"
-    files = {name: source.encode() for name, source in task.tests.items() if name.endswith(".py")}
-    files["pytest.ini"] = _PYTEST_INI.encode()
-    await _put_folder(sandbox, folder, files)
-    test_files = [f"{folder}/{name}" for name in sorted(files) if name.endswith(".py")]
-    command = ["timeout", "-s", "KILL", str(int(task.limits.verifier_timeout_sec)), "python3", "-I", "-S", "-c",
-               _PYTEST_RUNNER, *test_files, "-c", f"{folder}/pytest.ini", "--rootdir", folder, "--noconftest",
-               "-p", "no:cacheprovider", "-q", "-rA", f"--junitxml={folder}/{_REPORT}"]
-    exit_code, log, timed_out = await _exec(sandbox, command, task.limits.verifier_timeout_sec)
-    duration = time.monotonic() - started
-    report = await _read_file(sandbox, f"{folder}/{_REPORT}")
-    if timed_out:
-        return VerificationResult(0.0, {}, weights, duration, "verifier timeout", False, exit_code, log)
-    if report is None:
-        missing_pytest = "No module named pytest" in log or exit_code == 127
-        reason = "pytest is not installed in the image" if missing_pytest else f"no pytest report (exit {exit_code})"
-        return VerificationResult(0.0, {}, weights, duration, reason, missing_pytest, exit_code, log)
-    outcomes = junit_outcomes(report.decode("utf-8", errors="replace"))
-    reason = ""
-    if exit_code in (2, 3, 4):
-        reason = f"collection error (pytest exit {exit_code})"
-    elif exit_code == 5:
-        reason = "no tests collected"
+def score(task: Task, job: dict, raw: dict | None, problem: str, duration_sec: float) -> VerificationResult:
+    """The verification record from what the runner returned (pure). ``problem``: why there is no
+    result (``raw`` None); ``infrastructure`` problems start with "infrastructure:"."""
+    weights = effective_weights(task) if task.verifier is not VerifierKind.HARBOR or task.test_weights else {}
+    if raw is None:
+        infrastructure = problem.startswith("infrastructure:")
+        return VerificationResult(0.0, {}, weights, duration_sec, problem.removeprefix("infrastructure: "),
+                                  infrastructure)
+    if "error" in raw:
+        return VerificationResult(0.0, {}, weights, duration_sec, f"the verifier could not run: {raw['error']}", True)
+    log, exit_code = sanitize(raw["output"].encode()), raw["exit_code"]
+    if raw["timed_out"]:
+        return VerificationResult(0.0, {}, weights, duration_sec, "verifier timeout", False, exit_code, log)
+    # Weighted tasks: only the report of the pytest the verifier started (a file another process of
+    # the tests wrote in the report folder is not it); Harbor: every pytest its test.sh ran.
+    only = None if task.verifier is VerifierKind.HARBOR else f"{JUNIT_DIR.removeprefix('/logs/verifier/')}/{raw['pid']}.xml"
+    outcomes = merged_outcomes(raw["files"], only)
+    reward = task_reward(raw["files"])
     scored = {name: outcomes.get(name, "missing") for name in weights} | outcomes
-    score = 0.0 if reason else weighted_score(outcomes, weights)
-    return VerificationResult(score, scored, weights, duration, reason, False, exit_code, log)
+    if task.verifier is VerifierKind.HARBOR:
+        # Partial credit from the per-test outcomes (the task's weights, else equal), else its reward.
+        per_test = weights or {name: 1 / len(outcomes) for name in outcomes}
+        if outcomes:
+            return VerificationResult(weighted_score(outcomes, per_test), scored, per_test, duration_sec, "", False,
+                                      exit_code, log, reward)
+        if reward is None:
+            return VerificationResult(0.0, scored, weights, duration_sec, f"test.sh wrote no reward (exit {exit_code})",
+                                      False, exit_code, log)
+        return VerificationResult(reward, scored, weights, duration_sec, "", False, exit_code, log, reward)
+    if not outcomes:
+        missing_pytest = "No module named pytest" in log
+        reason = "pytest is not installed" if missing_pytest else f"no pytest report (exit {exit_code})"
+        return VerificationResult(0.0, {}, weights, duration_sec, reason, missing_pytest, exit_code, log)
+    reason = {2: "collection error (pytest exit 2)", 3: "collection error (pytest exit 3)",
+              4: "collection error (pytest exit 4)", 5: "no tests collected"}.get(exit_code, "")
+    return VerificationResult(0.0 if reason else weighted_score(outcomes, weights), scored, weights, duration_sec,
+                              reason, False, exit_code, log)
 
 
-async def _verify_harbor(sandbox: Sandbox, task: Task) -> VerificationResult:
-    started = time.monotonic()
-    cleared = await sandbox.control.run("rm -rf /tests /logs/verifier", timeout=60, inline=True)
-    if cleared.exit_code != 0:
-        return VerificationResult(0.0, {}, {}, time.monotonic() - started,
-                                  f"could not clear /tests and /logs/verifier: {cleared.output.strip()}", True)
-    await _put_folder(sandbox, "/tests", {name: source.encode() for name, source in task.tests.items()}, 0o755)
-    await _put_folder(sandbox, "/logs", {"verifier/.keep": b""}, 0o755)
-    command = ["timeout", "-s", "KILL", str(int(task.limits.verifier_timeout_sec)), "bash", "/tests/test.sh"]
-    exit_code, log, timed_out = await _exec(sandbox, command, task.limits.verifier_timeout_sec)
-    duration = time.monotonic() - started
-    if timed_out:
-        return VerificationResult(0.0, {}, {}, duration, "verifier timeout", False, exit_code, log)
-    for path in _HARBOR_REWARDS:
-        data = await _read_file(sandbox, path)
-        if data is not None:
+def merged_outcomes(files: dict[str, str], only: str | None = None) -> dict[str, str]:
+    """Per-test outcomes over every JUnit report in ``/logs/verifier`` (a test.sh may run pytest
+    several times, with reports of its own), or only the report named ``only``; a test counts as
+    passed only if it passed in every report that has it."""
+    merged: dict[str, str] = {}
+    names = [only] if only else sorted(n for n in files if n.endswith(".xml"))
+    for name in (n for n in names if n in files):
+        try:
+            report = junit_outcomes(files[name])
+        except ElementTree.ParseError:  # a run killed while writing its report, or not a report
+            continue
+        for test, outcome in report.items():
+            merged[test] = outcome if merged.get(test, "passed") == "passed" else merged[test]
+    return merged
+
+
+def task_reward(files: dict[str, str]) -> float | None:
+    """A Harbor test.sh's reward (``reward.txt``: a number; ``reward.json``: a number or {"reward": x}),
+    clipped to [0, 1]; None if it wrote none or an unreadable one."""
+    for name in HARBOR_REWARDS:
+        if name in files:
             try:
-                value = json.loads(data)
-                reward = float(value["reward"] if isinstance(value, dict) else value)
+                value = json.loads(files[name])
+                return min(1.0, max(0.0, float(value["reward"] if isinstance(value, dict) else value)))
             except (ValueError, KeyError, TypeError):
-                return VerificationResult(0.0, {}, {}, duration, f"unreadable reward in {path}: {data[:80]!r}",
-                                          False, exit_code, log)
-            return VerificationResult(min(1.0, max(0.0, reward)), {}, {}, duration, "", False, exit_code, log)
-    return VerificationResult(0.0, {}, {}, duration, f"test.sh wrote no reward (exit {exit_code})", False,
-                              exit_code, log)
+                return None
+    return None
 
 
-async def _put_folder(sandbox: Sandbox, folder: str, files: dict[str, bytes], mode: int = 0o700) -> None:
-    """Create ``folder`` with ``files`` in one archive. Its parent must exist and is left untouched."""
-    parent, name = folder.rstrip("/").rsplit("/", 1)
-    now = int(time.time())
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        info = tarfile.TarInfo(name)
-        info.type, info.mode, info.mtime = tarfile.DIRTYPE, mode, now
-        archive.addfile(info)
-        for path, data in sorted(files.items()):
-            info = tarfile.TarInfo(f"{name}/{path}")
-            info.size, info.mode, info.mtime = len(data), 0o755 if path.endswith(".sh") else 0o644, now
-            archive.addfile(info, io.BytesIO(data))
-    await sandbox.docker.call(sandbox.docker.api.put_archive, sandbox.container_id, parent or "/", buffer.getvalue())
-
-
-async def _exec(sandbox: Sandbox, command: list[str], timeout: float) -> tuple[int | None, str, bool]:
-    """Run ``command`` in a fresh exec with the container's own environment; (exit code, log, timed out)."""
-    api = sandbox.docker.api
-    exec_id = (await sandbox.docker.call(
-        api.exec_create, sandbox.container_id, command, workdir=sandbox.workdir,
-        environment={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
-    ))["Id"]
-    capture = OutputCapture(_LOG_BYTES, _LOG_BYTES)
+async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
+    """Run the task's tests in ``sandbox`` through the trusted verifier and score them."""
     started = time.monotonic()
-    try:
-        output = await asyncio.wait_for(sandbox.docker.call(api.exec_start, exec_id), timeout + 30)
-    except TimeoutError:
-        return None, capture.text(), True
-    capture.write(output)
-    exit_code = (await sandbox.docker.call(api.exec_inspect, exec_id))["ExitCode"]
-    # `timeout -s KILL` ends the verifier with 137 once the budget is spent.
-    return exit_code, capture.text(), exit_code == 137 and time.monotonic() - started >= timeout - 1
-
-
-async def _read_file(sandbox: Sandbox, path: str) -> bytes | None:
-    try:
-        stream, _ = await sandbox.docker.call(sandbox.docker.api.get_archive, sandbox.container_id, path)
-    except NotFound:
-        return None
-    data = await sandbox.docker.call(lambda: b"".join(stream))
-    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        member = archive.next()
-        if member is None or not member.isfile():
-            return None
-        extracted = archive.extractfile(member)
-        return extracted.read() if extracted else None
+    job = verification_job(task, sandbox.image_env, sandbox.workdir, sandbox.capabilities)
+    raw, problem = await sandbox.run_verifier(job, task.limits)
+    return score(task, job, raw, problem, time.monotonic() - started)

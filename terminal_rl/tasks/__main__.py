@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "prepare":
             prepared = prepare_task_set(task_set, RunContext.from_config(cfg.run), cfg.agent.loop_name)
             print_summary(prepared)
+            report_base_images(cfg, prepared)
             return 0
         report = validate_tasks(*_loaded(task_set))
         if args.command == "show":
@@ -58,6 +59,34 @@ def main(argv: list[str] | None = None) -> int:
     except TaskSourceError as error:
         console.print(f"[red]error:[/red] {error}")
         return 2
+
+
+def report_base_images(cfg, prepared: PreparedTaskSet) -> None:
+    """Which images the task set builds FROM, and for each missing one how it gets here (into the
+    prepare report too): a recipe (``images bootstrap`` provides it) or the fix to apply."""
+    import json
+
+    from docker.errors import DockerException
+
+    from terminal_rl.sandbox.base_images import plan
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.tasks.dockerfile import task_set_images
+
+    references = task_set_images(prepared.train + prepared.val)
+    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    try:
+        needs = plan(docker_client(sandbox.docker_host), sandbox.base_images, references)
+    except DockerException as error:
+        console.print(f"base images: {len(references)} named; not checked, no container engine answers ({error})")
+        return
+    console.print(f"base images: {len(references)} named, {len(needs.provide)} missing with a recipe "
+                  f"(`python -m terminal_rl.sandbox images bootstrap` provides them), {len(needs.unmatched)} with none")
+    for fix in needs.unmatched.values():
+        console.print(f"[yellow]missing:[/yellow] {fix}")
+    report = json.loads(prepared.report_file.read_text(encoding="utf-8"))
+    report["base_images"] = {"named": references, "missing_with_recipe": needs.provide, "missing_no_recipe": needs.unmatched}
+    prepared.report_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 def _loaded(task_set):

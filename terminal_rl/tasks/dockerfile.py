@@ -29,14 +29,29 @@ def instructions(dockerfile: str) -> list[tuple[str, str]]:
 
 
 def base_images(dockerfile: str) -> list[str]:
-    """Images named by FROM lines (stage names and ``--platform`` flags dropped)."""
-    images = []
+    """Images named by FROM lines: ``--platform`` flags dropped, and ``FROM <stage>`` references to an
+    earlier build stage (``FROM x AS <stage>``) are not images."""
+    images, stages = [], set()
     for keyword, args in instructions(dockerfile):
         if keyword == "FROM":
             words = [w for w in args.split() if not w.startswith("--")]
-            if words:
+            if words and words[0].lower() not in stages:
                 images.append(words[0])
+            if len(words) >= 3 and words[1].upper() == "AS":
+                stages.add(words[2].lower())
     return images
+
+
+def task_set_images(tasks) -> list[str]:
+    """Every image a task set needs present locally: what its Dockerfiles build FROM and the images
+    tasks run as they are (sorted, once each)."""
+    found = set()
+    for task in tasks:
+        if task.environment.dockerfile is not None:
+            found.update(base_images(task.environment.dockerfile))
+        if task.environment.image is not None:
+            found.add(task.environment.image)
+    return sorted(found)
 
 
 def copy_sources(dockerfile: str) -> list[str]:

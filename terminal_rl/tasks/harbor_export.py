@@ -15,6 +15,7 @@ from pathlib import Path
 import tomli_w
 
 from terminal_rl.tasks import weighted_reward
+from terminal_rl.tasks.loaders.harbor import WEIGHTS_FILE
 from terminal_rl.tasks.model import Task, VerifierKind
 from terminal_rl.tasks.pytest_source import effective_weights
 
@@ -70,7 +71,7 @@ def _harbor_tests(task: Task) -> dict[str, str]:
     tests = {path: source for path, source in task.tests.items() if path != "run-tests.sh"}
     test_files = " ".join(f"/tests/{p}" for p in sorted(tests) if p.endswith(".py"))
     tests["test.sh"] = _WEIGHTED_TEST_SH.format(test_files=test_files)
-    tests["test_weights.json"] = json.dumps(effective_weights(task), indent=2, sort_keys=True) + "\n"
+    tests[WEIGHTS_FILE] = json.dumps(effective_weights(task), indent=2, sort_keys=True) + "\n"
     tests["weighted_reward.py"] = Path(weighted_reward.__file__).read_text(encoding="utf-8")
     return tests
 

@@ -100,12 +100,9 @@ def task_problems(task: Task) -> list[Problem]:
             add("files", f"path {path!r} {reason}")
     if not task.tests:
         add("tests", "no test files")
-    if task.verifier is VerifierKind.HARBOR:
-        if "test.sh" not in task.tests:
-            add("tests", "Harbor tasks need tests/test.sh")
-        if task.test_weights is not None:
-            add("test_weights", "Harbor tasks score through tests/test.sh; per-test weights do not apply")
-    else:
+    if task.verifier is VerifierKind.HARBOR and "test.sh" not in task.tests:
+        add("tests", "Harbor tasks need tests/test.sh")
+    if task.verifier is not VerifierKind.HARBOR or task.test_weights is not None:
         problems.extend(_weight_problems(task))
     return problems
 

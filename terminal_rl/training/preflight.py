@@ -188,20 +188,36 @@ _SPLITS: dict[str, tuple] = {}
 
 
 def check_docker(cfg: DictConfig) -> list[str]:
-    from docker.errors import DockerException
+    """The engine answers, and every base image of the task set a recipe provides is here, with the
+    common image the toolchain builds from. (A base image no recipe covers is not a problem here: its
+    tasks' images fail to build and leave the run; ``tasks prepare`` reports the fix.)"""
+    from docker.errors import DockerException, ImageNotFound
 
-    from terminal_rl.sandbox.base_images import missing_aliases
+    from terminal_rl.sandbox.base_images import common_tag, plan
     from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.tasks.dockerfile import task_set_images
+    from terminal_rl.tasks.loaders import TaskSourceError
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     try:
-        missing = missing_aliases(docker_client(sandbox.docker_host), sandbox.base_images)
+        train, val = _split(cfg)
+    except (TaskSourceError, ValueError):
+        return []  # check_dataset reports it
+    try:
+        client = docker_client(sandbox.docker_host)
+        needs = plan(client, sandbox.base_images, task_set_images(train + val))
+        missing = sorted(needs.provide)
+        try:
+            client.images.get(common_tag(sandbox.base_images))
+        except ImageNotFound:
+            missing.insert(0, common_tag(sandbox.base_images))
     except DockerException as error:
         return [f"no Docker endpoint answers (sandbox.docker_host={sandbox.docker_host!r} / $DOCKER_HOST): {error}; "
                 "start dockerd or `podman system service`"]
     if missing:
-        return [f"base images missing: {missing}; run `python -m terminal_rl.sandbox images bootstrap`"]
+        return [f"base images missing: {missing}; run `python -m terminal_rl.sandbox images bootstrap` with this "
+                "run's task_set (and sandbox) overrides"]
     return []
 
 

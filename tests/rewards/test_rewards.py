@@ -2,7 +2,7 @@ import pytest
 
 from terminal_rl.agent.trajectory import Trajectory, Turn
 from terminal_rl.rewards.components import (ComponentScore, all_components, score_efficiency, score_exec,
-                                            score_format, score_judge, score_tests)
+                                            score_format, score_judge, score_task_reward, score_tests)
 from terminal_rl.rewards.mix import RewardMix, reward_metrics, score_group
 
 
@@ -24,7 +24,10 @@ def test_components():
     assert score_judge({"score": 0.8, "backend": "m"}) == ComponentScore("judge", 0.8, {"backend": "m"})
     assert score_judge({"score": None, "missing_reason": "budget exhausted"}).missing
     assert score_judge(None).details == {"reason": "not judged"}
-    assert set(all_components(t, None, 10)) == {"tests", "judge", "format", "exec", "efficiency"}
+    assert set(all_components(t, None, 10)) == {"tests", "task_reward", "judge", "format", "exec", "efficiency"}
+    assert score_task_reward(t).score == 0.0, "weighted tests: 1 only when all passed"
+    harbor = Trajectory("t", "h", "p", "x", verification={"score": 0.5, "task_reward": 1.0})
+    assert score_task_reward(harbor) == ComponentScore("task_reward", 1.0, {"source": "test.sh"})
 
 
 def sample(tests, judge):

@@ -1,8 +1,14 @@
-import pytest
-from docker.types import Ulimit
+"""Offline base images: which recipe a FROM gets, what each recipe changes, and (against the real
+engines) that the bootstrapped images behave as the real families do where Dockerfiles depend on it."""
 
-from terminal_rl.sandbox.base_images import RECIPE_LABEL, host_debian_mirror, missing_aliases, recipe_hash, _split_tag
+from dataclasses import replace
+
+import pytest
+
+from terminal_rl.sandbox.base_images import (RECIPE_LABEL, _split_tag, common_hash, fix_for, host_debian_mirror, plan,
+                                             recipe_dockerfile, recipe_for, recipe_hash)
 from terminal_rl.sandbox.docker_client import docker_client
+from terminal_rl.sandbox.sandbox import sandbox_ulimits
 
 
 def test_host_mirror_from_deb822_and_one_line_sources(tmp_path):
@@ -23,32 +29,46 @@ def test_split_tag():
     assert _split_tag("ubuntu") == ("ubuntu", "latest")
 
 
-def test_recipe_hash_changes_with_packages(sandbox_config):
-    base = sandbox_config.base_images
-    from dataclasses import replace
+@pytest.mark.parametrize(("reference", "recipe"), [
+    ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", "ubuntu"),  # any date
+    ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "ubuntu"),
+    ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "python"),
+    ("ubuntu:24.04", "ubuntu"), ("ubuntu:22.04", "ubuntu_legacy"), ("ubuntu:18.04", "ubuntu_legacy"),
+    ("python:3.12-slim", "python"), ("debian:bookworm", "debian"), ("golang:1.21-alpine", None),
+])
+def test_every_from_gets_its_familys_recipe(sandbox_config, reference, recipe):
+    assert recipe_for(reference, sandbox_config.base_images) == recipe
 
-    assert recipe_hash(replace(base, packages=[*base.packages, "git"])) != recipe_hash(base)
-    assert recipe_hash(replace(base, aliases=[])) == recipe_hash(base)
+
+def test_recipes_change_only_what_the_family_differs_in(sandbox_config):
+    base = sandbox_config.base_images
+    ubuntu = recipe_dockerfile("common", base, "ubuntu")
+    assert "RUN rm -f /usr/bin/python\n" in ubuntu and "EXTERNALLY-MANAGED" not in ubuntu
+    python = recipe_dockerfile("common", base, "python")
+    assert "/usr/bin/python\n" not in python and "RUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED" in python
+    assert recipe_hash(base, "ubuntu") != recipe_hash(base, "python")
+    changed = replace(base, recipes={**base.recipes, "ubuntu": replace(base.recipes["ubuntu"], externally_managed=False)})
+    assert recipe_hash(changed, "ubuntu") != recipe_hash(base, "ubuntu") and common_hash(changed) == common_hash(base)
+    assert common_hash(replace(base, packages=[*base.packages, "git"])) != common_hash(base)
+    assert "docker load -i" in fix_for("golang:1.21-alpine") and 'match: "golang:*"' in fix_for("golang:1.21-alpine")
 
 
 @pytest.mark.docker
 @pytest.mark.both_engines
-def test_bootstrapped_aliases_run_python_pytest_and_pip(sandbox_config):
+def test_bootstrapped_families_behave_like_the_real_images(sandbox_config):
     client = docker_client(sandbox_config.docker_host)
-    assert missing_aliases(client, sandbox_config.base_images) == []
-    for alias in sandbox_config.base_images.aliases:
-        assert client.images.get(alias).labels[RECIPE_LABEL] == recipe_hash(sandbox_config.base_images)
-    output = client.containers.run(
-        sandbox_config.base_images.aliases[0],
-        ["bash", "-c", "python -c 'print(6*7)' && python3 -m pytest --version && pip --version "
-                       "&& echo $PIP_BREAK_SYSTEM_PACKAGES && tmux -V"],
-        remove=True, network_disabled=True,
-        ulimits=[Ulimit(name="nofile", soft=sandbox_config.container.nofile, hard=sandbox_config.container.nofile),
-                 Ulimit(name="nproc", soft=sandbox_config.container.nproc, hard=sandbox_config.container.nproc)],
-    ).decode()
-    lines = output.splitlines()
-    assert lines[0] == "42"
-    assert lines[1].startswith("pytest ")
-    assert lines[2].startswith("pip ")
-    assert lines[3] == "1"
-    assert lines[4].startswith("tmux ")
+    ubuntu, python = "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "ghcr.io/laude-institute/t-bench/python-3-13:20250620"
+    assert plan(client, sandbox_config.base_images, [ubuntu, python]).provide == {}, "bootstrapped by start_services"
+    assert client.images.get(ubuntu).labels[RECIPE_LABEL] == recipe_hash(sandbox_config.base_images, "ubuntu")
+
+    def run(image, script):
+        return client.containers.run(image, ["bash", "-c", script], remove=True, network_disabled=True,
+                                     ulimits=sandbox_ulimits(sandbox_config)).decode().splitlines()
+
+    probe = ("test -e /usr/bin/python && echo python || echo no-python; "
+             "pip install --no-index six 2>&1 | grep -q externally-managed && echo managed || echo unmanaged; "
+             "grep -h ^deb /etc/apt/sources.list | head -1; tmux -V")
+    on_ubuntu, on_python = run(ubuntu, probe), run(python, probe)
+    assert on_ubuntu[:2] == ["no-python", "managed"], "Dockerfiles `ln -s` python and need --break-system-packages"
+    assert on_python[:2] == ["python", "unmanaged"], "python and system-wide pip installs, as the official images"
+    assert on_ubuntu[2].startswith("deb http") and on_python[3].startswith("tmux ")

@@ -1,6 +1,7 @@
 """Task images: content-hash cache, one build under concurrency, failures reported, CA injection."""
 
 import asyncio
+import json
 import multiprocessing
 import os
 import secrets
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from terminal_rl.sandbox.build_report import build_all, classify, failed_tasks
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import CA_FILE, ImageBuildError, TaskImages, build_inputs, ca_bundle, image_tag
 from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
@@ -42,13 +44,14 @@ def test_ca_injection_goes_after_every_from_and_changes_the_hash(csv_task, sandb
     assert image_tag(task, plain).startswith(f"terminal-rl-task/{task.id}:")
 
 
-def ensure_in_process(config, lock_dir: str, task) -> bool:
-    """Child process body: ask for the image; returns whether it was already there."""
+def ensure_in_process(config, lock_dir: str, task, tag: bool = False):
+    """Child process body: ask for the image; returns whether it was already there (or its tag)."""
 
     async def main():
         docker = AsyncDocker(docker_client(config.docker_host), 2)
         try:
-            return (await TaskImages(docker, config.build, Path(lock_dir)).ensure(task)).cached
+            built = await TaskImages(docker, config.build, Path(lock_dir)).ensure(task)
+            return built.image if tag else built.cached
         finally:
             docker.close()
 
@@ -60,7 +63,7 @@ def test_real_task_builds_once_then_hits_the_cache(csv_task, sandbox_config, run
     first = ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task)
     again = ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task)
     assert again is True
-    image = docker_client().images.get(image_tag(csv_task, build_inputs(csv_task, sandbox_config.build)))
+    image = docker_client().images.get(ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task, True))
     assert image.labels["terminal_rl.task_id"] == csv_task.id
     assert first in (True, False)
 
@@ -72,19 +75,47 @@ def test_two_processes_asking_at_once_build_once(csv_task, sandbox_config, tmp_p
     with context.Pool(2) as pool:
         cached = pool.starmap(ensure_in_process, [(sandbox_config, str(tmp_path), task)] * 2)
     assert sorted(cached) == [False, True], "exactly one of the two processes built the image"
-    docker_client().images.remove(image_tag(task, build_inputs(task, sandbox_config.build)), force=True)
+    docker_client().images.remove(ensure_in_process(sandbox_config, str(tmp_path), task, True), force=True)
 
 
 @pytest.mark.docker
-def test_failed_build_reports_reason_and_log_tail(csv_task, sandbox_config, tmp_path):
-    task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN echo step-output-before-failure && exit 3\n")
-    with pytest.raises(ImageBuildError) as caught:
-        ensure_in_process(sandbox_config, str(tmp_path), task)
-    assert "returned a non-zero code: 3" in caught.value.reason
-    assert "step-output-before-failure" in caught.value.log_tail
-    missing_base = with_dockerfile(csv_task, "FROM registry.invalid/nothing:1\n")
-    with pytest.raises(ImageBuildError, match="registry.invalid/nothing"):
-        ensure_in_process(sandbox_config, str(tmp_path), missing_base)
+def test_failed_builds_are_reported_by_cause_from_the_engines_own_log(csv_task, sandbox_config, tmp_path):
+    """Each Dockerfile fails here for one cause, read from the engine's own log; a missing base image fails
+    before the engine is asked (it would try its registry)."""
+    failing = {
+        "other": f"FROM {BASE_IMAGE}\nRUN echo step-output-before-failure && exit 3\n",
+        "missing base image": "FROM registry.invalid/nothing:1\n",
+        "Dockerfile error": f"FROM {BASE_IMAGE}\nRUNN true\n",
+        "package not found": f"FROM {BASE_IMAGE}\nRUN apt-get install -y terminal-rl-no-such-package\n",
+        "base image differs from the real one": f"FROM {BASE_IMAGE}\nRUN ln -s /usr/bin/python3 /usr/bin/python\n",
+    }
+    tasks = {category: with_dockerfile(csv_task, dockerfile) for category, dockerfile in failing.items()}
+    report = tmp_path / "image_builds.json"
+
+    async def main():
+        docker = AsyncDocker(docker_client(sandbox_config.docker_host), 2)
+        try:
+            return await build_all(TaskImages(docker, sandbox_config.build, tmp_path), list(tasks.values()), report, 2)
+        finally:
+            docker.close()
+
+    outcomes = {o.task_id: o for o in asyncio.run(main())}
+    assert {category: outcomes[task.id].category for category, task in tasks.items()} == {c: c for c in failing}
+    other = outcomes[tasks["other"].id]
+    assert "returned a non-zero code: 3" in other.reason and "step-output-before-failure" in other.log_tail
+    assert "registry.invalid/nothing:1 is not present locally" in outcomes[tasks["missing base image"].id].reason
+    summary = json.loads(report.read_text())
+    assert summary["failed"] == 5 and summary["failed_by_category"] == {c: 1 for c in failing}
+    assert failed_tasks(report)[tasks["package not found"].id].startswith("package not found: ")
+
+
+def test_download_failures_read_as_network_or_timeout():
+    """Messages as curl, apt, pip and wget print them when a build reaches for a site it cannot."""
+    assert classify("returned a non-zero code: 6", "curl: (6) Could not resolve host: example.invalid") == "network"
+    assert classify("non-zero code: 100", "Temporary failure resolving 'deb.debian.org'") == "network"
+    assert classify("non-zero code: 1", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed") == "network"
+    assert classify("non-zero code: 1", "ReadTimeoutError: HTTPSConnectionPool: Read timed out.") == "timeout"
+    assert classify("non-zero code: 4", "wget: unable to resolve host address 'x'") == "network"
 
 
 @pytest.mark.docker

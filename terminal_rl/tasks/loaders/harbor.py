@@ -3,10 +3,13 @@
 Layout: ``instruction.md``, ``task.toml`` (``[metadata]``, ``[verifier]``, ``[agent]``,
 ``[environment]``), ``environment/Dockerfile`` plus its build context, ``tests/test.sh`` and test
 files, optional ``solution/solve.sh``. The verifier runs ``tests/test.sh``, which writes the reward.
+Per-test weights, when the task has them, are ``tests/test_weights.json`` (test name -> weight, the
+file our export writes): the verifier then scores the per-test outcomes with them.
 """
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +20,7 @@ from terminal_rl.tasks.loaders.folders import decode_text, read_tree, task_folde
 from terminal_rl.tasks.model import Environment, Limits, Task, VerifierKind
 from terminal_rl.tasks.validation import Problem, TaskError
 
+WEIGHTS_FILE = "test_weights.json"
 # [metadata] keys the model has fields for; the rest is kept in Task.metadata.
 _MODELLED_METADATA = {"difficulty", "category", "tags", "title"}
 
@@ -51,6 +55,13 @@ def folder_to_task(folder: Path, default_limits: Limits) -> Task:
     context = read_tree(folder / "environment")
     dockerfile = context.pop("Dockerfile", None)
     solution = folder / "solution" / "solve.sh"
+    tests = decode_text(read_tree(folder / "tests"), task_id, "tests", source)
+    try:
+        weights = json.loads(tests[WEIGHTS_FILE]) if WEIGHTS_FILE in tests else None
+    except json.JSONDecodeError as error:
+        raise fail("test_weights", f"tests/{WEIGHTS_FILE} is not JSON: {error}") from error
+    if weights is not None and not isinstance(weights, dict):
+        raise fail("test_weights", f"tests/{WEIGHTS_FILE} must map test names to weights")
     return Task(
         id=task_id,
         title=str(metadata.get("title", task_id)),
@@ -63,9 +74,9 @@ def folder_to_task(folder: Path, default_limits: Limits) -> Task:
             build_context=context,
             image=environment.get("docker_image"),
         ),
-        tests=decode_text(read_tree(folder / "tests"), task_id, "tests", source),
+        tests=tests,
         verifier=VerifierKind.HARBOR,
-        test_weights=None,
+        test_weights=weights,
         files={},
         limits=_limits(config, default_limits, fail),
         source=source,

@@ -1,0 +1,113 @@
+"""The verifier's trusted toolchain: Python with pytest and requests, bash, coreutils, grep, sed, awk,
+findutils, procps and curl, self-contained under ``/terminal_rl`` (its own dynamic loader and
+libraries, see ``toolchain_build.py``), plus our verifier runner, the sandbox lease watcher and the
+``sitecustomize`` its Python starts with.
+
+It is built once per node, from the offline base image, into ``<run.node_local_root>/toolchain/<hash>``
+(shared by every run), mounted read-only at ``/terminal_rl`` in every sandbox, and imported as the
+verifier image (the same files, nothing else), in whichever engine the sandboxes use. A changed
+recipe (packages, build script, our files, base image) is a new hash.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+from docker.errors import ImageNotFound
+
+from terminal_rl.sandbox import toolchain_build
+
+PREFIX = toolchain_build.PREFIX
+PACKAGES = ("python3-pytest", "python3-requests", "bash", "coreutils", "grep", "sed", "mawk", "findutils",
+            "procps", "curl")
+# Our files in the toolchain: package module -> path under PREFIX.
+OUR_FILES = {"verifier_runner.py": "lib/verifier_runner.py", "lease_watch.py": "lib/lease_watch.py",
+             "toolchain_site.py": "usr/lib/python3.11/sitecustomize.py"}
+PYTHON = f"{PREFIX}/usr/bin/python3.11"
+BIN_DIRS = (f"{PREFIX}/usr/bin", f"{PREFIX}/usr/sbin")
+IMAGE = "terminal-rl/verifier"
+_READY = ".ready"
+
+
+class ToolchainError(RuntimeError):
+    """The toolchain could not be built; the message says which step failed."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    # Host directory mounted read-only at PREFIX in sandboxes, and the verifier image's tag.
+    directory: Path
+    image: str
+
+
+def recipe_hash(base_image_id: str) -> str:
+    here = Path(__file__).parent
+    digest = hashlib.sha256(json.dumps([PACKAGES, base_image_id]).encode())
+    for name in ["toolchain_build.py", *OUR_FILES]:
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def ensure_toolchain(client: docker.DockerClient, base_image: str, root: Path, ulimits: list) -> Toolchain:
+    """The node's toolchain for ``base_image`` under ``root`` (built when missing, under a file lock so
+    concurrent processes build it once), and its verifier image in this engine."""
+    try:
+        digest = recipe_hash(client.images.get(base_image).id)
+    except ImageNotFound as error:
+        raise ToolchainError(f"the toolchain builds from {base_image}, which is not here: run "
+                             "`python -m terminal_rl.sandbox images bootstrap` first") from error
+    directory, image = root / digest, f"{IMAGE}:{digest}"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (directory / _READY).is_file():
+            _build(client, base_image, directory, ulimits)
+        try:
+            client.images.get(image)
+        except ImageNotFound:
+            _import(client, directory, image)
+    return Toolchain(directory, image)
+
+
+def _build(client: docker.DockerClient, base_image: str, directory: Path, ulimits: list) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    here = Path(__file__).parent
+    command = ["sh", "-c", "apt-get update -qq && apt-get install -y -qq --no-install-recommends patchelf "
+               f"{' '.join(PACKAGES)} >/dev/null && python3 /build.py /out {' '.join(PACKAGES)}"]
+    container = client.containers.create(base_image, command, ulimits=ulimits, volumes={
+        str(here / "toolchain_build.py"): {"bind": "/build.py", "mode": "ro"}, str(directory): {"bind": "/out", "mode": "rw"}})
+    try:
+        container.start()
+        status = container.wait(timeout=1800)
+        if status["StatusCode"] != 0:
+            tail = container.logs(tail=30).decode("utf-8", "replace")
+            raise ToolchainError(f"building the verifier toolchain from {base_image} failed "
+                                 f"(exit {status['StatusCode']}):\n{tail}")
+    finally:
+        container.remove(force=True)
+    for module, target in OUR_FILES.items():
+        destination = directory / target
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(here / module, destination)
+    (directory / _READY).write_text(base_image)
+
+
+def _import(client: docker.DockerClient, directory: Path, image: str) -> None:
+    """The toolchain as an image of its own: the files at PREFIX, nothing else."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(directory, arcname=PREFIX.lstrip("/"), filter=lambda info: None if info.name.endswith(_READY) else info)
+    buffer.seek(0)
+    response = client.api.import_image(src=buffer, changes=[f'CMD ["{PYTHON}"]'])
+    # podman ignores an import's tag, so tag afterwards (as base_images.py does).
+    imported = client.images.get(json.loads(response.strip().splitlines()[-1])["status"])
+    imported.tag(*image.rsplit(":", 1))
