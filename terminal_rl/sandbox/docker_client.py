@@ -16,11 +16,12 @@ import docker
 T = TypeVar("T")
 
 
-def docker_client(docker_host: str = "") -> docker.DockerClient:
-    """A client with the server's API version negotiated (Debian's dockerd and podman are older)."""
+def docker_client(docker_host: str = "", connections: int = 10) -> docker.DockerClient:
+    """A client with the server's API version negotiated (Debian's dockerd and podman are older) that
+    keeps up to ``connections`` connections open (one per thread that calls it at once)."""
     if docker_host:
-        return docker.DockerClient(base_url=docker_host, version="auto", timeout=300)
-    return docker.from_env(version="auto", timeout=300)
+        return docker.DockerClient(base_url=docker_host, version="auto", timeout=300, max_pool_size=connections)
+    return docker.from_env(version="auto", timeout=300, max_pool_size=connections)
 
 
 class AsyncDocker:

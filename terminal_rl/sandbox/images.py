@@ -1,10 +1,12 @@
 """Task images: built once per content hash, reused by every rollout and epoch.
 
-The tag is derived from a hash of everything that goes into the build (Dockerfile, build context,
+An image is found by a hash of everything that goes into the build (Dockerfile, build context,
 injected CA bundle, forwarded settings, and the base images it builds FROM: their recipe when they
-are ours, the same on every node, else their image id), so an unchanged task is a cache hit and a
-changed one, or one whose base image changed, rebuilds. A file lock per hash on the node-local image cache makes concurrent requests (threads,
-or the several rollout-worker processes sharing one daemon) build it once; the others wait and reuse.
+are ours, the same on every node, else their image id), kept as a label: an unchanged task is a cache
+hit, a changed one (or one whose base image changed) rebuilds, and tasks with the same build inputs
+share one image (a procedural family's thousands of tasks, whose own files enter at start, cost one
+build). A file lock per hash on the node-local image cache makes concurrent requests (threads, or the
+several rollout-worker processes sharing one daemon) build it once; the others wait and reuse.
 A build that failed is not tried again by this node's later requests: its failure is kept beside
 the lock (delete ``<hash>.failed`` in the image cache to retry).
 
@@ -159,10 +161,10 @@ class TaskImages:
             raise ImageBuildError(task.id, f"base image {', '.join(absent)} is not present locally (builds never "
                                            "pull; `python -m terminal_rl.sandbox images bootstrap` provides the "
                                            "ones a recipe covers, `tasks prepare` names the fix for the others)", "")
-        tag = image_tag(task, inputs)
-        if await self._exists(tag):
-            return BuiltImage(tag, True, time.monotonic() - started)
-        built = await self._docker.call(self._build_locked, task, inputs, tag)
+        existing = await self._docker.call(self._image_with_hash, inputs.build_hash)
+        if existing:
+            return BuiltImage(existing, True, time.monotonic() - started)
+        tag, built = await self._docker.call(self._build_locked, task, inputs, image_tag(task, inputs))
         return BuiltImage(tag, not built, time.monotonic() - started)
 
     async def remove(self, image: str) -> None:
@@ -183,6 +185,13 @@ class TaskImages:
             bases[reference] = labels.get(RECIPE_LABEL) or attrs["Id"]
         return bases
 
+    def _image_with_hash(self, build_hash: str) -> str | None:
+        """A tag of the image built from these inputs for any task, if one exists."""
+        for image in self._docker.api.images(filters={"label": f"{HASH_LABEL}={build_hash}"}):
+            if image.get("RepoTags"):
+                return image["RepoTags"][0]
+        return None
+
     async def _exists(self, image: str) -> bool:
         try:
             await self._docker.call(self._docker.api.inspect_image, image)
@@ -190,21 +199,16 @@ class TaskImages:
         except ImageNotFound:
             return False
 
-    def _build_locked(self, task: Task, inputs: BuildInputs, tag: str) -> bool:
-        """Build under the per-hash file lock (blocking; runs on the Docker thread pool).
-
-        Returns:
-            True if this call built the image, False if another holder of the lock did.
-        """
+    def _build_locked(self, task: Task, inputs: BuildInputs, tag: str) -> tuple[str, bool]:
+        """Build under the per-hash file lock (blocking; runs on the Docker thread pool) unless another
+        holder of the lock did meanwhile. Returns the image's tag and whether this call built it."""
         self._lock_dir.mkdir(parents=True, exist_ok=True)
         failure = self._lock_dir / f"{inputs.build_hash}.failed"
         with open(self._lock_dir / f"{inputs.build_hash}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                self._docker.api.inspect_image(tag)
-                return False
-            except ImageNotFound:
-                pass
+            existing = self._image_with_hash(inputs.build_hash)
+            if existing:
+                return existing, False
             if failure.is_file():
                 recorded = json.loads(failure.read_text(encoding="utf-8"))
                 raise ImageBuildError(task.id, recorded["reason"], recorded["log_tail"])
@@ -213,7 +217,7 @@ class TaskImages:
             except ImageBuildError as error:
                 failure.write_text(json.dumps({"reason": error.reason, "log_tail": error.log_tail}), encoding="utf-8")
                 raise
-            return True
+            return tag, True
 
     def _build(self, task: Task, inputs: BuildInputs, tag: str) -> None:
         streamed: list[str] = []

@@ -88,7 +88,8 @@ class RunImages:
             self._thread.start()
 
     async def _build(self, tasks: list[Task], jobs: int, progress, check_disk: bool = False) -> list[BuildOutcome]:
-        docker = AsyncDocker(docker_client(self.sandbox.docker_host), self.sandbox.docker_threads)
+        docker = AsyncDocker(docker_client(self.sandbox.docker_host, self.sandbox.docker_threads),
+                             self.sandbox.docker_threads)
         images = TaskImages(docker, self.sandbox.build, self.run.image_cache_dir / "locks")
         new: list[BuildOutcome] = []
         try:

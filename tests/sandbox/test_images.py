@@ -69,6 +69,18 @@ def test_real_task_builds_once_then_hits_the_cache(csv_task, sandbox_config, run
 
 
 @pytest.mark.docker
+def test_tasks_with_the_same_build_inputs_share_one_image(csv_task, sandbox_config, tmp_path):
+    dockerfile = f"FROM {BASE_IMAGE}\nRUN echo {secrets.token_hex(8)} > /marker\n"
+    first, second = with_dockerfile(csv_task, dockerfile), with_dockerfile(csv_task, dockerfile)
+    assert first.id != second.id
+    assert ensure_in_process(sandbox_config, str(tmp_path), first) is False
+    assert ensure_in_process(sandbox_config, str(tmp_path), second) is True, "the second task reused the first's image"
+    tag = ensure_in_process(sandbox_config, str(tmp_path), second, True)
+    assert tag == ensure_in_process(sandbox_config, str(tmp_path), first, True)
+    docker_client(sandbox_config.docker_host).images.remove(tag, force=True)
+
+
+@pytest.mark.docker
 def test_two_processes_asking_at_once_build_once(csv_task, sandbox_config, tmp_path):
     task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN sleep 2 && echo {secrets.token_hex(8)} > /marker\n")
     context = multiprocessing.get_context("spawn")

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from terminal_rl.sandbox.attacks import STOLEN_DIR, attack_commands
 from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.sandbox.verifier import VERIFIER_UID, verify
 from terminal_rl.tasks.harbor_export import export_harbor
@@ -19,85 +20,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.both_engines]
 
 TASK = "csv-file-parsing-amount-sum"  # tests: test_script_exists (0.2), test_sum_calculation_correct (0.8)
 PARSER = "import csv\nprint(sum(float(r['Amount']) for r in csv.DictReader(open('data.csv'))))\n"
-FORCE_PASSED = textwrap.dedent("""\
-    import pytest
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(item, call):
-        outcome = yield
-        outcome.get_result().outcome = "passed"
-    """)
-FAKE_JUNIT = ('<testsuite><testcase classname="test_outputs" name="test_script_exists"/>'
-              '<testcase classname="test_outputs" name="test_sum_calculation_correct"/></testsuite>')
-# A stand-in for any program the verifier might call: it claims success everywhere it could.
-LIAR = textwrap.dedent(f"""\
-    #!/bin/sh
-    mkdir -p /logs/verifier/.terminal_rl_junit
-    echo 1 > /logs/verifier/reward.txt
-    for f in /logs/verifier/junit.xml /logs/verifier/.terminal_rl_junit/run.xml; do echo '{FAKE_JUNIT}' > $f; done
-    exit 0
-    """)
-
-
-def plant(path: str, text: str, mode: str = "644") -> str:
-    """A shell command writing ``text`` to ``path`` (quoted here-document)."""
-    return f"mkdir -p $(dirname {path}) && cat > {path} <<'PLANTED'\n{text}PLANTED\nchmod {mode} {path}"
-
-
-SITE = "$(python3 -c 'import site; print(site.getsitepackages()[0])')"
-ATTACKS = {
-    "conftest": [plant(f"{d}/conftest.py", FORCE_PASSED) for d in ("/", "/tmp", "/app", "/logs", "/tests", "/logs/verifier")],
-    "plugin-and-pth": [
-        plant("/usr/local/lib/python3.11/dist-packages/evil_plugin.py", FORCE_PASSED),
-        plant("/usr/local/lib/python3.11/dist-packages/evil-1.0.dist-info/entry_points.txt", "[pytest11]\nevil = evil_plugin\n"),
-        plant("/usr/local/lib/python3.11/dist-packages/evil-1.0.dist-info/METADATA", "Name: evil\nVersion: 1.0\n"),
-        f"echo \"import os; os.environ['PYTEST_PLUGINS'] = 'evil_plugin'\" > {SITE}/zz_evil.pth",
-        plant("/usr/local/lib/python3.11/dist-packages/sitecustomize.py", "import os\nos.environ['PYTEST_PLUGINS'] = 'evil_plugin'\n"),
-        plant("/root/.local/lib/python3.11/site-packages/usercustomize.py", "import os\nos.environ['PYTEST_PLUGINS'] = 'evil_plugin'\n")],
-    "planted-modules": [plant("/app/pytest.py", "import sys\nprint('2 passed')\nsys.exit(0)\n"),
-                        plant("/app/_pytest/__init__.py", "raise SystemExit(0)\n"),
-                        plant("/app/json.py", "import sys\nsys.exit(0)\n"),
-                        plant("/app/pytest.ini", "[pytest]\naddopts = -p no:junitxml\n"), plant("/pytest.ini", "[pytest]\naddopts = --co\n")],
-    "shadowed-tools": [plant(f"/usr/local/bin/{tool}", LIAR, "755") for tool in ("python3", "python", "pytest", "py.test", "timeout", "bash", "sh")],
-    "replaced-tools": [plant("/tmp/liar", LIAR, "755"),
-                       "for t in /usr/bin/python3.11 /usr/bin/pytest-3 /usr/bin/timeout; do [ -e $t ] && cp /tmp/liar $t.new && mv $t.new $t; done",
-                       "cp /tmp/liar /usr/bin/bash.new && mv /usr/bin/bash.new /usr/bin/bash"],
-    "rc-files": [f"echo 'echo 1 > /logs/verifier/reward.txt' >> {rc}" for rc in ("/root/.bashrc", "/etc/bash.bashrc", "/etc/profile", "/root/.profile")]
-                + ["echo 'BASH_ENV=/root/.bashrc' >> /etc/environment", "echo 'export PYTEST_ADDOPTS=--co' >> /root/.bashrc"],
-    "planted-reward-files": ["mkdir -p /logs/verifier/.terminal_rl_junit /tests",
-                             "echo 1 > /logs/verifier/reward.txt && chmod 444 /logs/verifier/reward.txt",
-                             f"echo '{FAKE_JUNIT}' | tee /logs/verifier/junit.xml /logs/verifier/.terminal_rl_junit/run.xml",
-                             "chmod 555 /logs/verifier",
-                             "mkdir -p /app/fake && echo 1 > /app/fake/reward.txt && rm -rf /tests && ln -s /app/fake /tests"],
-    "background-rewriters": [
-        plant("/tmp/rewrite.sh", textwrap.dedent(f"""\
-            while true; do
-                mkdir -p /tests /logs/verifier/.terminal_rl_junit
-                echo 'def test_script_exists(): pass' > /tests/test_outputs.py
-                echo 1 > /logs/verifier/reward.txt
-                echo '{FAKE_JUNIT}' > /logs/verifier/.terminal_rl_junit/run.xml
-                sleep 0.02
-            done
-            """), "755"),
-        "nohup /tmp/rewrite.sh >/dev/null 2>&1 &"],
-    "proc-readers": [
-        plant("/tmp/reader.py", textwrap.dedent("""\
-            import glob, os, shutil, sys, time
-            if len(sys.argv) > 1:
-                os.setgid(int(sys.argv[1])); os.setuid(int(sys.argv[1]))  # become the verifier's uid
-            os.makedirs("/app/stolen", exist_ok=True)
-            while True:
-                for root in glob.glob("/proc/[0-9]*/root"):
-                    for path in glob.glob(root + "/tests/*.py") + glob.glob(root + "/logs/verifier/*"):
-                        try:
-                            shutil.copy(path, "/app/stolen/")
-                            open(os.path.dirname(path) + "/reward.txt", "w").write("1")
-                        except OSError:
-                            pass
-                time.sleep(0.01)
-            """)),
-        "chmod 777 /app; nohup python3 /tmp/reader.py >/dev/null 2>&1 &",
-        f"nohup python3 /tmp/reader.py {VERIFIER_UID} >/dev/null 2>&1 &", "sleep 0.5"],
-}
+ATTACKS = attack_commands(["test_script_exists", "test_sum_calculation_correct"], VERIFIER_UID)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +66,7 @@ def test_honest_and_partial_solutions_score_their_weights_in_both_formats(twins,
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_an_attack_scores_no_more_than_a_no_op(twins, attacked, attack):
-    (weighted, harbor), stolen = attacked(*twins, ATTACKS[attack], after="ls /app/stolen 2>/dev/null; true")
+    (weighted, harbor), stolen = attacked(*twins, ATTACKS[attack], after=f"ls {STOLEN_DIR} 2>/dev/null; true")
     assert (weighted.score, harbor.score) == (0.0, 0.0), (attack, weighted.reason, harbor.reason, harbor.log[-500:])
     assert not weighted.infrastructure_error and not harbor.infrastructure_error, "an attack is never masked"
     assert stolen == "", f"a process of the agent read the verifier's files: {stolen}"

@@ -52,9 +52,11 @@ def test_csv_task_exports_to_a_harbor_folder_with_weighted_scoring(tbrl_csv, def
     assert exported.prompt == task.prompt
     assert exported.difficulty == task.difficulty and exported.limits == task.limits
     assert set(exported.tests) == {"test.sh", "test_outputs.py", "test_weights.json", "weighted_reward.py"}
-    # The pre-agent file is baked into the image.
-    assert exported.environment.build_context["_preagent/server-expired.crt"] == task.files["server-expired.crt"]
-    assert exported.environment.dockerfile.endswith('COPY ["_preagent/server-expired.crt", "server-expired.crt"]\n')
+    # The pre-agent file is baked into the image for standard harnesses, and read back as a start file.
+    assert (folder / "environment/_preagent/server-expired.crt").read_bytes() == task.files["server-expired.crt"]
+    assert (folder / "environment/Dockerfile").read_text().endswith('COPY ["_preagent/server-expired.crt", "server-expired.crt"]\n')
+    assert exported.files == task.files and exported.environment.build_context == task.environment.build_context
+    assert exported.environment.dockerfile == task.environment.dockerfile + "\n"  # the CSV's ends without one
     # The copied scorer runs standalone on a JUnit report.
     names = list(task.test_weights)
     junit = tmp_path / "junit.xml"

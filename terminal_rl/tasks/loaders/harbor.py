@@ -5,6 +5,11 @@ Layout: ``instruction.md``, ``task.toml`` (``[metadata]``, ``[verifier]``, ``[ag
 files, optional ``solution/solve.sh``. The verifier runs ``tests/test.sh``, which writes the reward.
 Per-test weights, when the task has them, are ``tests/test_weights.json`` (test name -> weight, the
 file our export writes): the verifier then scores the per-test outcomes with them.
+
+Harbor has no files written before the agent starts, so our export bakes a task's into the image:
+``environment/_preagent/<path>`` with one ``COPY ["_preagent/<path>", "<path>"]`` line each at the end
+of the Dockerfile. Reading such a folder back turns them into start files again, so tasks that share
+an environment (a procedural family) share one image here while standard harnesses still work.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from terminal_rl.tasks.model import Environment, Limits, Task, VerifierKind
 from terminal_rl.tasks.validation import Problem, TaskError
 
 WEIGHTS_FILE = "test_weights.json"
+PREAGENT_DIR = "_preagent"
 # [metadata] keys the model has fields for; the rest is kept in Task.metadata.
 _MODELLED_METADATA = {"difficulty", "category", "tags", "title"}
 
@@ -54,6 +60,9 @@ def folder_to_task(folder: Path, default_limits: Limits) -> Task:
     environment = config.get("environment", {})
     context = read_tree(folder / "environment")
     dockerfile = context.pop("Dockerfile", None)
+    files = {}
+    if dockerfile is not None:
+        dockerfile, files = start_files(dockerfile.decode("utf-8"), context)
     solution = folder / "solution" / "solve.sh"
     tests = decode_text(read_tree(folder / "tests"), task_id, "tests", source)
     try:
@@ -70,19 +79,45 @@ def folder_to_task(folder: Path, default_limits: Limits) -> Task:
         category=str(metadata.get("category", "")),
         tags=parse_tags(metadata.get("tags"), fail),
         environment=Environment(
-            dockerfile=None if dockerfile is None else dockerfile.decode("utf-8"),
+            dockerfile=dockerfile,
             build_context=context,
             image=environment.get("docker_image"),
         ),
         tests=tests,
         verifier=VerifierKind.HARBOR,
         test_weights=weights,
-        files={},
+        files=files,
         limits=_limits(config, default_limits, fail),
         source=source,
         solution=solution.read_text(encoding="utf-8") if solution.is_file() else None,
         metadata={k: str(v) for k, v in metadata.items() if k not in _MODELLED_METADATA},
     )
+
+
+def preagent_copy(container_path: str) -> str:
+    """The Dockerfile line that bakes one start file into the image (the export's, read back here)."""
+    return f"COPY {json.dumps([preagent_path(container_path), container_path])}\n"
+
+
+def preagent_path(container_path: str) -> str:
+    return f"{PREAGENT_DIR}/{container_path.lstrip('/')}"
+
+
+def start_files(dockerfile: str, context: dict[str, bytes]) -> tuple[str, dict[str, bytes]]:
+    """Split the export's trailing ``_preagent`` COPY lines off ``dockerfile``: (the Dockerfile without
+    them, container path -> bytes). Their sources leave ``context``."""
+    lines = dockerfile.splitlines(keepends=True)
+    files = {}
+    while lines:
+        try:
+            source, target = json.loads(lines[-1].removeprefix("COPY "))
+        except (ValueError, TypeError):
+            break
+        if lines[-1] != preagent_copy(target) or source not in context:
+            break
+        files[target] = context.pop(source)
+        lines.pop()
+    return "".join(lines), files
 
 
 def _limits(config: dict, default: Limits, fail) -> Limits:

@@ -1,0 +1,94 @@
+"""Generate training tasks (Hydra app), written as Harbor task folders.
+
+    python -m terminal_rl.generate                                       every procedural family (offline)
+    python -m terminal_rl.generate family=csv_report count=1000 seed=1
+    python -m terminal_rl.generate source=llm generator.llm.model=openai/MODEL policy=litellm ...
+
+``source=procedural`` writes tasks from code (``generation/families``); ``source=llm`` runs the
+generator pipeline (``generation/pipeline.py``), resumable in ``work_dir``, and ends with its funnel
+(``<work_dir>/report.json``). Train on either with ``task_set.format=harbor task_set.path=<output_dir>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+
+import hydra
+from omegaconf import DictConfig
+from rich.console import Console
+
+from terminal_rl.config import project_path
+
+
+def procedural(cfg: DictConfig, console: Console) -> dict:
+    """``count`` tasks of each family (with the generator's limits) as Harbor folders in ``output_dir``."""
+    from terminal_rl.config import to_dataclass
+    from terminal_rl.generation.families import FAMILIES
+    from terminal_rl.generation.procedural import procedural_tasks
+    from terminal_rl.tasks.harbor_export import export_harbor
+    from terminal_rl.tasks.model import Limits
+
+    limits = to_dataclass(cfg.generator.limits, Limits)
+    families = sorted(FAMILIES) if cfg.family == "all" else [cfg.family]
+    output = project_path(cfg.output_dir)
+    written = Counter()
+    for family in families:
+        for task in procedural_tasks(family, cfg.count, cfg.seed, list(cfg.levels), limits):
+            export_harbor(task, output)
+            written[(family, task.difficulty.value)] += 1
+    summary = {"source": "procedural", "output_dir": str(output), "seed": cfg.seed,
+               "tasks": {f"{family}/{level}": n for (family, level), n in sorted(written.items())}}
+    console.print(f"{sum(written.values())} tasks of {len(families)} families -> {output}")
+    return summary
+
+
+async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
+    from terminal_rl.agent.config import AgentConfig
+    from terminal_rl.agent.policies import make_policy
+    from terminal_rl.agent.protocols import make_protocol
+    from terminal_rl.generation.candidates import CandidateStore, draw_specs
+    from terminal_rl.generation.config import GeneratorConfig
+    from terminal_rl.generation.llm import GeneratorLLM
+    from terminal_rl.generation.pipeline import Pipeline, SolveFilter
+    from terminal_rl.generation.report import funnel, print_funnel
+    from terminal_rl.run_context import RunContext
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.sandbox import SandboxFactory
+
+    config = GeneratorConfig.from_node(cfg.generator)
+    work_dir = project_path(cfg.work_dir)
+    store = CandidateStore(work_dir)
+    candidates = store.candidates(cfg.seed, draw_specs(config.candidates, cfg.seed, config.categories,
+                                                       config.complexities, config.personas))
+    agent = AgentConfig.from_node(cfg.agent)
+    solver = SolveFilter(make_policy(cfg.policy, agent.history), make_protocol(agent.protocol), agent.limits,
+                         work_dir / "solve" / "results.jsonl")
+    async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
+        pipeline = Pipeline(config, store, GeneratorLLM(config.llm, config.max_tokens), factory, solver,
+                            project_path(cfg.output_dir), console)
+        await pipeline.run(candidates)
+    report = funnel(candidates, pipeline.stage_seconds)
+    (work_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print_funnel(report, console)
+    console.print(f"accepted tasks: {project_path(cfg.output_dir)}; report: {work_dir / 'report.json'}")
+    return report
+
+
+def run(cfg: DictConfig) -> dict:
+    console = Console()
+    if cfg.source == "procedural":
+        return procedural(cfg, console)
+    if cfg.source == "llm":
+        return asyncio.run(llm_pipeline(cfg, console))
+    raise ValueError(f"source={cfg.source!r} is not one of procedural, llm")
+
+
+@hydra.main(config_path="../conf", config_name="generate", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()
