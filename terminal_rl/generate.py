@@ -50,7 +50,7 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     from terminal_rl.agent.protocols import make_protocol
     from terminal_rl.generation.candidates import CandidateStore, draw_specs
     from terminal_rl.generation.config import GeneratorConfig
-    from terminal_rl.generation.llm import GeneratorLLM
+    from terminal_rl.agent.policies.json_chat import JsonChat
     from terminal_rl.generation.pipeline import Pipeline, SolveFilter
     from terminal_rl.generation.report import funnel, print_funnel
     from terminal_rl.run_context import RunContext
@@ -66,7 +66,7 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     solver = SolveFilter(make_policy(cfg.policy, agent.history), make_protocol(agent.protocol), agent.limits,
                          work_dir / "solve" / "results.jsonl")
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
-        pipeline = Pipeline(config, store, GeneratorLLM(config.llm, config.max_tokens), factory, solver,
+        pipeline = Pipeline(config, store, JsonChat(config.llm, config.max_tokens), factory, solver,
                             project_path(cfg.output_dir), console)
         await pipeline.run(candidates)
     report = funnel(candidates, pipeline.stage_seconds)

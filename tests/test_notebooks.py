@@ -35,4 +35,4 @@ def test_notebook_runs_top_to_bottom_on_the_cpu_run(path, cpu_run, monkeypatch):
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert f"{cpu_run['dir']}: 3 steps" in printed, printed
     figures = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(figures) == 5, "reward components, judge weight, difficulty mix, zero variance, failure modes"
+    assert len(figures) == 9, "one per figure of terminal_rl.plot.figures"

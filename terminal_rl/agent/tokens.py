@@ -87,6 +87,9 @@ class ChatTokenizer:
         cut = rendered.index(end_of_turn, rendered.index(_PROBE_TURN)) + len(end_of_turn)
         return self._encode(rendered[cut:])
 
+    def encode(self, text: str) -> list[int]:
+        return self._encode(text)
+
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
@@ -251,3 +254,24 @@ def make_history(kind: str, chat: ChatTokenizer, messages: list[dict[str, str]])
     if kind not in {h.value for h in History}:
         raise ValueError(f"agent.history={kind!r} is not one of {[h.value for h in History]}")
     return (AppendHistory if kind == History.APPEND else PerTurnHistory)(chat, messages)
+
+
+def replay(kind: str, chat: ChatTokenizer, messages: list[dict[str, str]]) -> TokenHistory:
+    """The history a token session builds for a recorded conversation: every assistant message's text
+    tokenised as the model's turn (with its end-of-turn token) and the messages between two turns as
+    the observation the session adds before the next one; what follows the last turn is never seen
+    by the model, so it is not rendered. For a model that wrote the canonical tokens of its text (a
+    text policy's episode), these are the samples the RL agent loop would have trained."""
+    first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), None)
+    if first is None:
+        raise ValueError("the conversation has no assistant turn to train on")
+    history, pending = make_history(kind, chat, messages[:first]), []
+    for message in messages[first:]:
+        if message["role"] != "assistant":
+            pending.append(message)
+            continue
+        if pending:
+            history.add_observation(pending)
+            pending = []
+        history.add_model_turn(chat.encode(message["content"]) + [chat.eos_id], None)
+    return history

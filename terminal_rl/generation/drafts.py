@@ -1,22 +1,16 @@
 """The generator LLM's three outputs, parsed strictly from its reply (pure).
 
-A reply must hold one JSON object (bare, or in a fenced block) with exactly the stage's keys and
-types; anything else is a :class:`MalformedDraft` whose message says what is wrong, which goes back
+A reply must hold one JSON object (``reply_object``) with exactly the stage's keys and
+types; anything else is a :class:`MalformedReply` whose message says what is wrong, which goes back
 to the LLM once as a correction request.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)\n```", re.DOTALL)
-
-
-class MalformedDraft(ValueError):
-    """The reply is not the JSON object the stage asks for."""
+from terminal_rl.agent.policies.json_chat import MalformedReply, reply_object
 
 
 @dataclass(frozen=True)
@@ -46,27 +40,14 @@ class CompletionDraft:
     solution: str
 
 
-def reply_object(text: str) -> dict[str, Any]:
-    """The JSON object in ``text``: the whole reply, or its first fenced block."""
-    fenced = _FENCE.search(text)
-    candidate = fenced.group(1) if fenced else text.strip()
-    try:
-        value = json.loads(candidate)
-    except json.JSONDecodeError as error:
-        raise MalformedDraft(f"the reply is not JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
-    if not isinstance(value, dict):
-        raise MalformedDraft(f"the reply must be one JSON object, got {type(value).__name__}")
-    return value
-
-
 def _fields(value: dict[str, Any], expected: dict[str, type]) -> dict[str, Any]:
     missing, unknown = sorted(set(expected) - set(value)), sorted(set(value) - set(expected))
     if missing or unknown:
-        raise MalformedDraft(f"the object must have exactly the keys {sorted(expected)}"
+        raise MalformedReply(f"the object must have exactly the keys {sorted(expected)}"
                              + (f"; missing {missing}" if missing else "") + (f"; unexpected {unknown}" if unknown else ""))
     for key, kind in expected.items():
         if not isinstance(value[key], kind) or (kind is str and not value[key].strip()):
-            raise MalformedDraft(f"{key!r} must be a non-empty {kind.__name__}")
+            raise MalformedReply(f"{key!r} must be a non-empty {kind.__name__}")
     return value
 
 
@@ -74,7 +55,7 @@ def parse_description(text: str) -> Description:
     value = _fields(reply_object(text), {"title": str, "instruction": str, "ground_truth": dict})
     truth = _fields(value["ground_truth"], {"files": dict, "paths": list, "expected_final_state": str})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in truth["files"].items()):
-        raise MalformedDraft("ground_truth.files must map paths to text contents")
+        raise MalformedReply("ground_truth.files must map paths to text contents")
     return Description(value["title"].strip(), value["instruction"].strip(), truth)
 
 
@@ -87,5 +68,5 @@ def parse_completion(text: str) -> CompletionDraft:
     value = _fields(reply_object(text), {"tests": str, "weights": dict, "solution": str})
     weights = value["weights"]
     if not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights.values()):
-        raise MalformedDraft("'weights' must map test names to numbers")
+        raise MalformedReply("'weights' must map test names to numbers")
     return CompletionDraft(value["tests"], {k: float(w) for k, w in weights.items()}, value["solution"])

@@ -32,14 +32,14 @@ from rich.progress import Progress
 from terminal_rl.agent.episode import EpisodeLimits
 from terminal_rl.agent.evaluation import EvaluationPlan, evaluate, read_results
 from terminal_rl.agent.policies.base import Policy, PolicyError
+from terminal_rl.agent.policies.json_chat import JsonChat, MalformedReply
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.generation.candidates import Candidate, CandidateStore
 from terminal_rl.generation.checks import InfrastructureError, acceptance_gates, check_completion, check_environment
 from terminal_rl.generation.config import GeneratorConfig
 from terminal_rl.generation.dedup import NearDuplicates
 from terminal_rl.generation.difficulty import difficulty_for
-from terminal_rl.generation.drafts import MalformedDraft, parse_completion, parse_description, parse_environment
-from terminal_rl.generation.llm import GeneratorLLM
+from terminal_rl.generation.drafts import parse_completion, parse_description, parse_environment
 from terminal_rl.sandbox.sandbox import SandboxError, SandboxFactory
 from terminal_rl.tasks.harbor_export import export_harbor
 from terminal_rl.tasks.model import Difficulty, Environment, Task, VerifierKind
@@ -84,7 +84,7 @@ def generated_task(candidate: Candidate, config: GeneratorConfig, tests: str | N
 
 
 class Pipeline:
-    def __init__(self, config: GeneratorConfig, store: CandidateStore, llm: GeneratorLLM, factory: SandboxFactory,
+    def __init__(self, config: GeneratorConfig, store: CandidateStore, llm: JsonChat, factory: SandboxFactory,
                  solver: SolveFilter, output_dir: Path, console: Console):
         self.config, self.store, self.llm, self.factory = config, store, llm, factory
         self.solver, self.output_dir, self.console = solver, output_dir, console
@@ -115,7 +115,7 @@ class Pipeline:
                 async with slots:
                     try:
                         await work(candidate)
-                    except MalformedDraft as error:
+                    except MalformedReply as error:
                         candidate.drop_at(stage, "malformed output", str(error))
                     except (InfrastructureError, SandboxError, PolicyError) as error:  # not the candidate's fault
                         log.warning("%s stays at %s for a rerun: %s", candidate.id, stage, error)

@@ -177,7 +177,9 @@ class JudgeService:
 
     async def _call(self, backend: JudgeBackend, messages: list[dict], judgement: Judgement) -> str | None:
         """One answer from the backend, retrying transient failures; None (reason recorded) on failure."""
-        import litellm
+        from terminal_rl.agent.policies.litellm_policy import quiet_litellm
+
+        litellm = quiet_litellm()
 
         config = self.config
         for attempt in range(config.max_retries + 1):

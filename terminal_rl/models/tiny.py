@@ -36,6 +36,9 @@ def make_tiny_model(out: Path, architecture: dict) -> Path:
     torch.manual_seed(SEED)
     model = Qwen3ForCausalLM(config)
     out.mkdir(parents=True, exist_ok=True)
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # one 40 MB shard: no bar on the run's console
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     GenerationConfig(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id).save_pretrained(out)

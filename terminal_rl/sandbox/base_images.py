@@ -145,6 +145,8 @@ def recipe_dockerfile(common: str, config: BaseImagesConfig, recipe: str) -> str
         lines.append("RUN rm -f /usr/bin/python")
     if not settings.externally_managed:
         lines.append("RUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED")
+    if settings.default_user:
+        lines.append(f"RUN useradd --create-home --uid 1000 --user-group --shell /bin/bash {settings.default_user}")
     lines.append(f"LABEL {RECIPE_LABEL}={recipe_hash(config, recipe)}")
     return "\n".join(lines) + "\n"
 

@@ -34,7 +34,7 @@ _REASONS = (
     ("network", re.compile(
         r"couldnotresolvehost|failedtoconnect|connectionrefused|temporaryfailureresolving|nameorservicenotknown|"
         r"unabletoaccess'https?://|wget:unable|curl:\(\d+\)|npm:notfound|rbenv:notfound|certificate_verify_failed|"
-        r"sslerror|networkisunreachable", re.I)),
+        r"sslerror|networkisunreachable|dialtcp:lookup|nosuchhost", re.I)),
     ("package not found", re.compile(
         r"unabletolocatepackage|hasnoinstallationcandidate|nomatchingdistributionfound|"
         r"couldnotfindaversionthatsatisfies|packagenotfound|notfoundinrepository", re.I)),

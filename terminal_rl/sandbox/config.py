@@ -14,6 +14,8 @@ class RecipeConfig:
     # Whether /usr/bin/python exists, and whether pip refuses system-wide installs (PEP 668).
     python_alias: bool
     externally_managed: bool
+    # Non-root user the real image ships (uid 1000, own group), or "" for none.
+    default_user: str = ""
 
 
 @dataclass(frozen=True)

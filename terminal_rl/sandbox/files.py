@@ -68,6 +68,14 @@ class ContainerFiles:
                 raise FileToolError(f"{path} is not a regular file")
             return extracted.read()
 
+    async def read_bytes_or_none(self, path: str) -> bytes | None:
+        """The file's bytes, or None when it is not a regular file any more (gone, a directory, a
+        symlink, over the size limit)."""
+        try:
+            return await self.read_bytes(path)
+        except FileToolError:
+            return None
+
     async def read_text(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         """Lines ``start_line``..``end_line`` (1-based, inclusive) of a text file, or all of it."""
         text = (await self.read_bytes(path)).decode("utf-8", errors="replace")

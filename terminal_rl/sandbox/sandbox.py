@@ -32,11 +32,17 @@ from terminal_rl.sandbox.janitor import sweep_periodically
 from terminal_rl.sandbox.lease import MOUNT_POINT, Lease
 from terminal_rl.sandbox.network import ensure_egress_network
 from terminal_rl.sandbox.owner import Owner
-from terminal_rl.sandbox.shell import CommandResult, ShellSession
+from terminal_rl.sandbox.shell import STATE_DIR_PREFIX, CommandResult, ShellSession
 from terminal_rl.sandbox.terminal import Terminal
 from terminal_rl.sandbox.toolchain import PREFIX, PYTHON, Toolchain, ensure_toolchain
 from terminal_rl.sandbox.verifier_container import run_verifier_container
 from terminal_rl.tasks.model import Limits, Task
+
+# Mounted by us into every sandbox, so never the agent's changes.
+OUR_MOUNTS = (PREFIX, MOUNT_POINT)
+# What the container's diff shows that no agent made: our mounts, the shell session's state, the
+# engine's init binary (dockerd's --init; podman's lives under /run).
+NOT_THE_AGENTS = (*OUR_MOUNTS, STATE_DIR_PREFIX, "/usr/sbin/docker-init", "/run/podman-init")
 
 LEASE_WATCH = f"{PREFIX}/lib/lease_watch.py"
 
@@ -77,6 +83,17 @@ class Sandbox:
         """Run a shell command in the agent's persistent session."""
         return await self.session.run(command, timeout or self._default_timeout)
 
+    async def changes(self) -> dict[str, str]:
+        """What the agent changed in the container against its image (the engine's diff): path ->
+        added, modified or deleted. Left out: ``NOT_THE_AGENTS``, and directories listed only because
+        something inside them changed."""
+        kinds = {0: "modified", 1: "added", 2: "deleted"}
+        listed = await self.docker.call(self.docker.api.diff, self.container_id) or []
+        changed = {entry["Path"]: kinds.get(entry["Kind"], str(entry["Kind"])) for entry in listed
+                   if not entry["Path"].startswith(NOT_THE_AGENTS)}
+        parents = {parent for path in changed for parent in _parents(path)}
+        return {path: kind for path, kind in changed.items() if path not in parents}
+
     async def run_verifier(self, job: dict, limits: Limits) -> tuple[dict | None, str]:
         """Run a verification job in a trusted verifier container beside this sandbox
         (``verifier_container.py``)."""
@@ -84,6 +101,11 @@ class Sandbox:
         return await self.docker.call(run_verifier_container, self.docker.api, factory.toolchain.image,
                                       self.container_id, job, limits, factory.owner.labels(factory.run_id, "verifier"),
                                       factory.ulimits)
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.rstrip("/").split("/")
+    return ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
 
 
 def sandbox_ulimits(config: SandboxConfig) -> list[Ulimit]:

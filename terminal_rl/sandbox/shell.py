@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from terminal_rl.sandbox.docker_client import AsyncDocker
 from terminal_rl.sandbox.output import OutputCapture
 
+# Where the session keeps its working directory and environment between commands (one per session).
+STATE_DIR_PREFIX = "/tmp/.trl-shell-"
+
 _BOOTSTRAP = r"""
 exec 2>/dev/null
 set -m +H

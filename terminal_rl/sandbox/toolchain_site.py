@@ -7,7 +7,9 @@ script's folder (which Python puts first on ``sys.path``) shadows nothing. What 
 beyond that comes from the image they test: its site-packages are appended after the toolchain's,
 and only plain path lines of their ``.pth`` files count (never their ``import`` lines); the working
 directory comes last. When ``TERMINAL_RL_JUNIT_DIR`` is set, every pytest this interpreter runs
-writes its own JUnit report there, named after its process id.
+writes its own JUnit report there, named after its process id, and the interpreter lists the files
+it opened for reading there at exit (``reads-<pid>.txt``, from Python's ``open`` audit events: the
+tests' reads and those of the Python programs they start; a program in another language is not seen).
 """
 
 import glob
@@ -63,5 +65,42 @@ try:
 except OSError:
     pass
 _junit = os.environ.get("TERMINAL_RL_JUNIT_DIR")
+_NOT_INPUTS = ("/terminal_rl/", "/proc/", "/sys/", "/dev/", "/tests/", "/logs/verifier/", "/usr/lib/python",
+               "/usr/local/lib/python")
+_READS_KEPT = 5000
+
+
+def _record_reads(directory: str) -> None:
+    reads = set()
+
+    def audit(event, args):
+        if event != "open" or len(reads) >= _READS_KEPT or not isinstance(args[0], (str, bytes)):
+            return
+        mode, flags = args[1], args[2] or 0
+        # Files it creates (temporary files) or only writes are not inputs; nor are directories.
+        if isinstance(mode, str):
+            writing = "w" in mode or "a" in mode or "x" in mode
+        else:
+            writing = bool(flags & (os.O_CREAT | os.O_DIRECTORY)) or (flags & 3) == os.O_WRONLY
+        if not writing:
+            path = os.path.abspath(os.fsdecode(args[0]))
+            if not path.startswith(_NOT_INPUTS):
+                reads.add(path)
+
+    def write():
+        try:
+            os.makedirs(directory, exist_ok=True)
+            with open(f"{directory}/reads-{os.getpid()}.txt", "w", encoding="utf-8") as out:
+                out.write("\n".join(sorted(path for path in reads if not os.path.isdir(path))))
+        except OSError:
+            pass
+
+    import atexit
+
+    sys.addaudithook(audit)
+    atexit.register(write)
+
+
 if _junit:
     os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} --junitxml={_junit}/{os.getpid()}.xml"
+    _record_reads(_junit)

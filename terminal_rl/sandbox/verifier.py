@@ -50,7 +50,7 @@ import json
 import secrets
 import time
 import xml.etree.ElementTree as ElementTree
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from terminal_rl.sandbox.output import sanitize
 from terminal_rl.sandbox.sandbox import Sandbox
@@ -89,6 +89,12 @@ class VerificationResult:
     log: str = field(default="", repr=False)
     # Harbor tasks: the task's own reward (its test.sh's reward file), beside the per-test outcomes.
     task_reward: float | None = None
+    # Facts for the forged-fixture filter (terminal_rl/datasets/forged.py): the container's changes
+    # against its image when the tests began (path -> added|modified|deleted, the engine's diff), the
+    # start files whose content the agent changed, and the files the tests read.
+    changes: dict[str, str] = field(default_factory=dict)
+    start_files_changed: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -186,9 +192,21 @@ def task_reward(files: dict[str, str]) -> float | None:
     return None
 
 
+def tests_read(files: dict[str, str]) -> list[str]:
+    """The files the tests' Python processes opened for reading (their ``reads-<pid>.txt`` lists)."""
+    prefix = f"{JUNIT_DIR.removeprefix('/logs/verifier/')}/reads-"
+    return sorted({line for name, text in files.items() if name.startswith(prefix) for line in text.splitlines() if line})
+
+
 async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
-    """Run the task's tests in ``sandbox`` through the trusted verifier and score them."""
+    """Run the task's tests in ``sandbox`` through the trusted verifier and score them, with the
+    container's changes as the tests found it."""
     started = time.monotonic()
+    changes = await sandbox.changes()
+    changed_start_files = [path for path, data in sorted(task.files.items())
+                           if await sandbox.files.read_bytes_or_none(path) != data]
     job = verification_job(task, sandbox.image_env, sandbox.workdir, sandbox.capabilities)
     raw, problem = await sandbox.run_verifier(job, task.limits)
-    return score(task, job, raw, problem, time.monotonic() - started)
+    result = score(task, job, raw, problem, time.monotonic() - started)
+    return replace(result, changes=changes, start_files_changed=[sandbox.files.resolve(p) for p in changed_start_files],
+                   reads=tests_read(raw["files"]) if raw and "files" in raw else [])

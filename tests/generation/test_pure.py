@@ -7,7 +7,8 @@ import pytest
 from terminal_rl.generation.candidates import Candidate, draw_specs
 from terminal_rl.generation.dedup import NearDuplicates, jaccard, shingles
 from terminal_rl.generation.difficulty import difficulty_for
-from terminal_rl.generation.drafts import MalformedDraft, parse_completion, parse_description, parse_environment
+from terminal_rl.agent.policies.json_chat import MalformedReply
+from terminal_rl.generation.drafts import parse_completion, parse_description, parse_environment
 from terminal_rl.generation.report import funnel
 
 DESCRIPTION = {"title": "t", "instruction": "do it", "ground_truth": {"files": {"/app/a": "x"}, "paths": ["/app/a"],
@@ -28,9 +29,9 @@ def test_drafts_parse_bare_or_fenced_json_and_name_what_is_wrong():
         json.dumps({**DESCRIPTION, "ground_truth": {**DESCRIPTION["ground_truth"], "files": {"/a": 3}}}): "map paths to text",
     }
     for text, message in cases.items():
-        with pytest.raises(MalformedDraft, match=message.replace("[", r"\[").replace("]", r"\]")):
+        with pytest.raises(MalformedReply, match=message.replace("[", r"\[").replace("]", r"\]")):
             parse_description(text)
-    with pytest.raises(MalformedDraft, match="map test names to numbers"):
+    with pytest.raises(MalformedReply, match="map test names to numbers"):
         parse_completion(json.dumps({"tests": "t", "weights": {"test_a": "half"}, "solution": "s"}))
 
 

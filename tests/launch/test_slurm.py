@@ -1,6 +1,7 @@
 """launcher=slurm against a real Slurm (slurmctld + two slurmd on this machine, started by
-scripts/start_slurm.sh): a CPU training job, a --multirun sweep (one job per point), scancel with
-sandboxes up, a two-node Ray bootstrap, and a requeue that resumes from the checkpoint."""
+scripts/start_slurm.sh): a two-node CPU training job requeued after its first checkpoint (it resumes
+there), a --multirun sweep (one job per point), scancel with sandboxes up, an evaluation job, and the
+plain sbatch scripts."""
 
 import json
 import os
@@ -71,19 +72,47 @@ def cancel_leftover_jobs():
         SUBMITTED.clear()
 
 
-def test_two_node_cpu_training_job_runs_through_launcher_slurm(tmp_path):
-    """One job, two Slurm nodes: rank 0 starts the Ray head, rank 1 joins, and the step trains on both."""
-    [job], stdout = train(*CPU_RUN, "hardware.nodes=2", "trainer.total_training_steps=1", "run.id=sl-train",
-                          f"run.output_root={tmp_path}")
-    logs = tmp_path / "sl-train" / "logs" / "slurm"
-    assert str(logs / f"{job}_0_log.out") in stdout, "the CLI says where the logs go"
-    wait(job)
-    head, worker = ((logs / f"{job}_{rank}_log.out").read_text() for rank in (0, 1))
+@pytest.fixture(scope="module")
+def requeued_two_node_job(tmp_path_factory):
+    """One training job on two Slurm nodes (rank 0 starts the Ray head, rank 1 joins), requeued right
+    after its step-1 checkpoint: it must resume there and finish step 2 on both nodes. Shared by the
+    two tests below (one training job instead of two)."""
+    root = tmp_path_factory.mktemp("slurm-train")
+    [job], stdout = train(*CPU_RUN, "hardware.nodes=2", "trainer.total_training_steps=2", "trainer.save_freq=1",
+                          "trainer.test_freq=-1", "run.id=sl-train", f"run.output_root={root}")
+    latest = root / "sl-train" / "checkpoints" / "latest_checkpointed_iteration.txt"
+    deadline = time.monotonic() + 600
+    while not (latest.is_file() and latest.read_text().strip() == "1"):
+        assert time.monotonic() < deadline, state(job)
+        time.sleep(2)
+    subprocess.run(["scontrol", "requeue", str(job)], check=True)
+    time.sleep(2)  # Slurm holds a requeued job back a while (BeginTime); release it now
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], capture_output=True)
+    final = wait(job, timeout=900)
+    return {"job": job, "stdout": stdout, "logs": root / "sl-train" / "logs", "state": final}
+
+
+def test_two_node_cpu_training_job_runs_through_launcher_slurm(requeued_two_node_job):
+    """The step trains on both nodes: the head saw two Ray nodes, the actor workers ran on both."""
+    job, logs = requeued_two_node_job["job"], requeued_two_node_job["logs"]
+    assert str(logs / "slurm" / f"{job}_0_log.out") in requeued_two_node_job["stdout"], "the CLI says where the logs go"
+    head, worker = ((logs / "slurm" / f"{job}_{rank}_log.out").read_text() for rank in (0, 1))
     assert "Job completed successfully" in head and "Job completed successfully" in worker
     nodes = re.search(r"Ray cluster has 2 nodes:\n  (\w+) at .*\n  (\w+) at ", head)
     assert nodes and nodes[1] != nodes[2], "the head saw itself and the worker as two Ray nodes"
-    assert "step:1 -" in head and re.search(r"ray/actor_nodes:2\b", head), "the step's actor workers ran on both nodes"
     assert "node rank 1 joined the Ray head" in worker
+    assert re.search(r"ray/actor_nodes:2\b", (logs / "train.log").read_text()), "the actor workers ran on both nodes"
+
+
+def test_requeued_job_resumes_from_its_checkpoint(requeued_two_node_job):
+    logs, job = requeued_two_node_job["logs"], requeued_two_node_job["job"]
+    head = finished(logs, job)
+    assert requeued_two_node_job["state"] == "COMPLETED" and "Job completed successfully" in head
+    assert "step 2/2" in head, "the requeued job's console: it resumed and finished step 2"
+    launches = [[json.loads(line)["step"] for line in path.read_text().splitlines()]
+                for path in sorted(logs.glob("metrics.*.jsonl"))]
+    assert launches[-1] == [2] and sum(launches, []).count(1) <= 1, \
+        f"the last launch started from the step-1 checkpoint and ran step 2 only: {launches}"
 
 
 def test_multirun_sweep_submits_one_job_per_point(tmp_path):
@@ -115,24 +144,6 @@ def test_scancel_leaves_no_sandbox_behind(tmp_path):
     time.sleep(5)
     assert client.containers.list(all=True, filters=ours) == [], "the job's containers were removed"
     assert job_processes(str(job)) == [], "no process of the job outlived it"
-
-
-def test_requeued_job_resumes_from_its_checkpoint(tmp_path):
-    [job], _ = train(*CPU_RUN, "trainer.total_training_steps=2", "trainer.save_freq=1", "run.id=sl-requeue",
-                     f"run.output_root={tmp_path}")
-    marker = tmp_path / "sl-requeue" / "checkpoints" / "global_step_1"
-    deadline = time.monotonic() + 600
-    while not marker.is_dir():
-        assert time.monotonic() < deadline, state(job)
-        time.sleep(2)
-    time.sleep(5)
-    subprocess.run(["scontrol", "requeue", str(job)], check=True)
-    time.sleep(2)  # Slurm holds a requeued job back a while (BeginTime); release it now
-    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], capture_output=True)
-    wait(job, timeout=900)
-    text = finished(tmp_path / "sl-requeue" / "logs", job)
-    assert "Job completed successfully" in text
-    assert "global_step_1" in text and "step:2 -" in text, "the requeued job resumed and finished step 2"
 
 
 def test_evaluation_job_serves_the_policy_inside_the_job(tmp_path):

@@ -45,6 +45,7 @@ def test_recipes_change_only_what_the_family_differs_in(sandbox_config):
     ubuntu = recipe_dockerfile("common", base, "ubuntu")
     assert "RUN rm -f /usr/bin/python\n" in ubuntu and "EXTERNALLY-MANAGED" not in ubuntu
     python = recipe_dockerfile("common", base, "python")
+    assert "useradd" in ubuntu and "useradd" not in python, "Ubuntu 23.04+ images ship a user `ubuntu`"
     assert "/usr/bin/python\n" not in python and "RUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED" in python
     assert recipe_hash(base, "ubuntu") != recipe_hash(base, "python")
     changed = replace(base, recipes={**base.recipes, "ubuntu": replace(base.recipes["ubuntu"], externally_managed=False)})
@@ -67,8 +68,10 @@ def test_bootstrapped_families_behave_like_the_real_images(sandbox_config):
 
     probe = ("test -e /usr/bin/python && echo python || echo no-python; "
              "pip install --no-index six 2>&1 | grep -q externally-managed && echo managed || echo unmanaged; "
-             "grep -h ^deb /etc/apt/sources.list | head -1; tmux -V")
+             "grep -h ^deb /etc/apt/sources.list | head -1; tmux -V; id -u ubuntu 2>/dev/null || echo no-user")
     on_ubuntu, on_python = run(ubuntu, probe), run(python, probe)
     assert on_ubuntu[:2] == ["no-python", "managed"], "Dockerfiles `ln -s` python and need --break-system-packages"
     assert on_python[:2] == ["python", "unmanaged"], "python and system-wide pip installs, as the official images"
     assert on_ubuntu[2].startswith("deb http") and on_python[3].startswith("tmux ")
+    assert on_ubuntu[4] == "1000" and on_python[4] == "no-user", "the real ubuntu:24.04 has user ubuntu, uid 1000"
+

@@ -128,6 +128,11 @@ def test_download_failures_read_as_network_or_timeout():
     assert classify("non-zero code: 1", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed") == "network"
     assert classify("non-zero code: 1", "ReadTimeoutError: HTTPSConnectionPool: Read timed out.") == "timeout"
     assert classify("non-zero code: 4", "wget: unable to resolve host address 'x'") == "network"
+    # Go's module proxy and Docker's own ADD <url> (from the shared CSV's build survey).
+    assert classify("non-zero code: 1", 'go: x@latest: Get "https://proxy.golang.org/x/@v/list": dial tcp: lookup '
+                                        "proxy.golang.org on 10.0.0.53:53: no such host") == "network"
+    assert classify('ADD failed: Get "https://github.com/x.tar.gz": dial tcp: lookup github.com: no such host', "") \
+        == "network"
 
 
 @pytest.mark.docker

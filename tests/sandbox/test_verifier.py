@@ -143,3 +143,22 @@ def test_harbor_task_reward_from_test_sh(harbor_fixture, default_limits, rollout
     assert (planted.score, planted.reason) == (0.0, "")
     solved, _, _ = rollout(task, [task.solution])
     assert solved.score == 1.0
+
+
+def test_the_record_holds_what_changed_and_what_the_tests_read(tasks, rollout):
+    """The forged-fixture filter's facts: the engine's diff as the tests found the container, start
+    files the agent rewrote, and files the tests' Python processes read (here, through the agent's
+    parser.py that the tests run)."""
+    forge = ["printf 'ID,Name,Amount\\n1,X,425\\n' > data.csv", "echo 'print(sum(int(l.split(\",\")[2]) for l in "
+             "open(\"data.csv\").readlines()[1:]))' > parser.py", "echo changed > notes.txt"]
+    task = replace(tasks[CSV_SUM], files={"notes.txt": b"original\n", "kept.txt": b"kept\n"})
+    result, _, _ = rollout(task, forge)
+    assert result.score == 1.0, "the forged fixture passes the tests: only the facts can tell"
+    assert result.changes["/app/data.csv"] == "modified" and result.changes["/app/parser.py"] == "added"
+    assert not any(path.startswith(("/terminal_rl", "/.terminal_rl_lease", "/tmp/.trl-shell-", "/usr/sbin/docker-init"))
+                   for path in result.changes), "our mounts, the shell's state and the engine's init are not the agent's"
+    assert "/app" not in result.changes, "a directory is listed only when nothing inside it explains its change"
+    assert result.start_files_changed == ["/app/notes.txt"]
+    assert {"/app/data.csv", "/app/parser.py"} <= set(result.reads)
+    assert not any(path == "/tmp" or path.startswith("/tmp/") for path in result.reads), "no directories, no files it made"
+    assert not any(path.startswith(("/tests/", "/terminal_rl/")) for path in result.reads)

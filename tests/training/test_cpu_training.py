@@ -22,6 +22,13 @@ def metrics(run_dir):
     return {step: row.dropna().to_dict() for step, row in load_metrics(run_dir).iterrows()}
 
 
+def launch_logs(run_dir) -> list[str]:
+    """What verl and the libraries printed, per launch (logs/train.log; the console shows none of it)."""
+    from terminal_rl.console import LAUNCH_MARKER
+
+    return (run_dir / "logs" / "train.log").read_text().split(LAUNCH_MARKER)[1:]
+
+
 def rollouts(run_dir, split="train"):
     """Step -> every trajectory the rollout workers logged for it (filtered groups included)."""
     steps: dict[int, list[dict]] = {}
@@ -38,7 +45,7 @@ def test_grpo_steps_log_reward_components_and_validation(cpu_run):
                 "rollout/masked_fraction", "rollout/ended/parse_errors", "behaviour/parse_error_rate",
                 "actor/pg_loss", "critic/score/mean", "timing_s/step", "judge/calls"):
         assert key in steps[1], key
-    log = cpu_run["resumed"].stdout + cpu_run["resumed"].stderr
+    log = launch_logs(cpu_run["dir"])[-1]
     assert "val-core/terminal_bench_rl/acc/mean@1" in log, "in-training validation ran on the val split"
     assert "val-aux/terminal_bench_rl/pass/mean@1" in log
 
@@ -106,8 +113,8 @@ def test_a_kill_between_save_and_metrics_resumes_with_the_curriculum(cpu_run):
     state = json.loads((checkpoints / "global_step_2" / "curriculum.json").read_text())
     assert state["state"]["stage"] == 2, "the checkpoint holds the curriculum after step 2, saved with it"
     assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
-    resumed_log = cpu_run["resumed"].stdout + cpu_run["resumed"].stderr
-    assert "global_step_2" in resumed_log and "step:3 -" in resumed_log and "step:1 -" not in resumed_log
+    first_log, resumed_log = launch_logs(cpu_run["dir"])
+    assert "step:1 -" in first_log and "global_step_2" in resumed_log and "step:3 -" in resumed_log and "step:1 -" not in resumed_log
     assert metrics(cpu_run["dir"])[3]["curriculum/drawn_stage"] == 2.0, "step 3 drew where step 2 left off"
 
 
@@ -136,3 +143,22 @@ def test_resumed_run_draws_the_tasks_an_uninterrupted_run_would(cpu_run):
     rolled = sorted({t["task_id"] for t in rollouts(run_dir)[3]})
     predicted = sampler.draw_batch(mix, 2)
     assert rolled and set(rolled) <= set(predicted + sampler.draw_batch(mix, 2)), (rolled, predicted)
+
+
+def test_the_console_shows_the_run_and_a_line_per_step_and_the_log_has_the_rest(cpu_run):
+    first, resumed = cpu_run["first"].stdout, cpu_run["resumed"].stdout
+    for launch, steps in ((first, ["1/4"]), (resumed, ["3/4", "4/4"])):
+        lines = launch.splitlines()
+        assert lines[0] == "preflight: ok (tiny on cpu)" and lines[1].startswith("terminal_rl train  run ci  ->  "), \
+            launch[:2000]
+        assert any("tasks       fault_tasks.csv: train" in line for line in lines)
+        assert any(line.startswith("  curriculum  staged (") for line in lines)
+        assert [line.split()[1] for line in lines if line.startswith("step ")] == steps
+        assert len(lines) <= 12 + 3 * len(steps), "a bounded number of lines per step:\n" + launch
+    assert "validation @ step 4:" in resumed and "done: checkpoints" in resumed and "plots" in resumed
+    noise = ("actor_rollout_ref", "engine is not available", "Training Progress", "target_num_threads")
+    for output in (first, resumed, cpu_run["first"].stderr, cpu_run["resumed"].stderr):
+        assert not [n for n in noise if n in output], output[-3000:]
+    assert len(launch_logs(cpu_run["dir"])) == 2
+    log = (cpu_run["dir"] / "logs" / "train.log").read_text()
+    assert all(n in log for n in noise[:3]), "the libraries' output is kept in the run's log"

@@ -6,6 +6,7 @@ API keys come from the environment variable the config names, never from the con
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -28,6 +29,17 @@ class LiteLLMConfig:
     concurrency: int
 
 
+def quiet_litellm():
+    """litellm, without its per-request INFO lines and "Provider List" banners on the console
+    (warnings and errors still show)."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return litellm
+
+
 class LiteLLMPolicy(Policy):
     def __init__(self, config: LiteLLMConfig):
         self.config = config
@@ -38,8 +50,7 @@ class LiteLLMPolicy(Policy):
         return _LiteLLMSession(self)
 
     async def complete(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
-        import litellm
-
+        litellm = quiet_litellm()
         config = self.config
         api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
         started = time.monotonic()

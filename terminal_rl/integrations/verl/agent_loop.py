@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +147,9 @@ class TerminalAgentLoop(AgentLoopBase):
             uid=uid, session=index, task_id=extra_info["task_id"], **context)
         scores, position = await state.barrier.submit(uid, group_size, index, trajectory,
                                                       deadline + grace)
-        self._record(trajectory, scores, position)
-        return self._outputs(session, trajectory, scores, position, kwargs, bool(sampling_params.get("logprobs")))
+        samples = self._samples(session, trajectory)
+        self._record(trajectory, scores, position, samples)
+        return self._outputs(samples, trajectory, scores, position, kwargs, bool(sampling_params.get("logprobs")))
 
     def _generator(self, sampling_params: dict[str, Any]):
         """The session's model: verl's rollout servers, one request id per trajectory (prefix cache)."""
@@ -161,41 +163,50 @@ class TerminalAgentLoop(AgentLoopBase):
 
         return generate
 
-    def _outputs(self, session: TokenSession, trajectory: Trajectory, scores: GroupScores, position: int,
-                 kwargs: dict, logprobs_requested: bool) -> list[AgentLoopOutput]:
-        """One output per training sample of the session (masked group: loss mask all zero)."""
-        chat = self.state.chat
+    def _samples(self, session: TokenSession, trajectory: Trajectory) -> list[TokenSample]:
+        """The session's training samples, responses cut at verl's response length."""
+        chat, length = self.state.chat, self.rollout_config.response_length
         samples = [s for s in session.history.samples if s.response_ids] if session.history is not None else []
         if not samples:  # the model never answered: one masked token keeps verl's shapes valid
             prompt = session.history.prompt_ids() if session.history is not None else chat.prompt_ids(
                 [{"role": "user", "content": trajectory.task_id}])
             samples = [TokenSample(prompt)]
             samples[0].add([chat.eos_id], 0)
+        return [replace(s, response_ids=s.response_ids[:length], response_mask=s.response_mask[:length],
+                        response_logprobs=None if s.response_logprobs is None else s.response_logprobs[:length])
+                for s in samples]
+
+    def _outputs(self, samples: list[TokenSample], trajectory: Trajectory, scores: GroupScores, position: int,
+                 kwargs: dict, logprobs_requested: bool) -> list[AgentLoopOutput]:
+        """One output per training sample of the session (masked group: loss mask all zero)."""
         # A trajectory with no model turn ran under the weights the step started with.
         fallback_version = int(kwargs.get("global_steps", 1)) - 1
         extra = {"reward_extra_info": reward_extra_info(trajectory, scores, position)}
-        length, outputs = self.rollout_config.response_length, []
+        outputs = []
         for sample in samples:
             mask = [0] * len(sample.response_mask) if scores.masked else sample.response_mask
-            logprobs = sample.response_logprobs if logprobs_requested else None
             first = fallback_version if sample.first_version is None else sample.first_version
             last = fallback_version if sample.last_version is None else sample.last_version
             outputs.append(AgentLoopOutput(
-                prompt_ids=sample.prompt_ids, response_ids=sample.response_ids[:length], response_mask=mask[:length],
-                response_logprobs=None if logprobs is None else logprobs[:length],
+                prompt_ids=sample.prompt_ids, response_ids=sample.response_ids, response_mask=mask,
+                response_logprobs=sample.response_logprobs if logprobs_requested else None,
                 reward_score=scores.rewards[position], num_turns=len(trajectory.messages) or 1, metrics={},
                 extra_fields={**extra, "min_global_steps": first, "max_global_steps": last}))
         return outputs
 
-    def _record(self, trajectory: Trajectory, scores: GroupScores, position: int) -> None:
-        """Append the trajectory, its components and weights to the run's rollout log (one file per
-        worker process and step, so concurrent writers never interleave)."""
+    def _record(self, trajectory: Trajectory, scores: GroupScores, position: int, samples: list[TokenSample]) -> None:
+        """Append the trajectory, its components and weights, and its training samples' token ids and
+        masks as trained (the mask marks the model's tokens; a masked group trained none of them) to the
+        run's rollout log (one file per worker process and step, so concurrent writers never interleave)."""
         trajectory.metadata["reward_mix"] = dict(scores.weights)
         trajectory.metadata["reward"] = scores.rewards[position]
         trajectory.metadata["components"] = {k: v.score for k, v in scores.components[position].items()}
         trajectory.metadata["judge"] = scores.judgements[position]
         trajectory.metadata["masked"] = scores.mask_reason
         trajectory.metadata["filtered"] = scores.filtered
+        trajectory.metadata["history"] = self.state.agent.history
+        trajectory.metadata["samples"] = [{"prompt_ids": s.prompt_ids, "response_ids": s.response_ids,
+                                           "response_mask": s.response_mask} for s in samples]
         folder = self.state.run.log_dir / "rollouts"
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{trajectory.metadata['split']}_step{trajectory.metadata['global_steps']:06d}.{os.getpid()}.jsonl"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -19,7 +20,9 @@ def verl_problems(cfg: DictConfig) -> list[str]:
     resolved = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
     problems = []
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        # verl's notes while it validates (its printout, "Disabled critic as ...") are not problems.
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
             validate_config(resolved, use_reference_policy=need_reference_policy(resolved),
                             use_critic=need_critic(resolved))
     except Exception as error:  # verl raises assertions, ValueErrors and hydra's InstantiationException

@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import project_path
+from terminal_rl.console import Console, MetricsFollower, header_lines, quiet_console, step_line, validation_line
+from terminal_rl.plot import plot_run_or_warn
 from terminal_rl.run_context import RunContext
 
 PLUGIN = "terminal_rl.integrations.verl.plugin"
@@ -43,15 +47,18 @@ def apply_environment(env: dict[str, str]) -> None:
     import importlib
 
     os.environ.update(env)
+    # verl's notices of optional engines we do not use (megatron, veomni, ...): every Ray worker
+    # prints them again into the run's log; the driver's copies would only clutter the console.
+    warnings.filterwarnings("ignore", message=r".* engine is not available", category=UserWarning)
     # Ray refuses fake GPUs with an empty device list, and CPU runs must not see a real one.
     if os.environ.get("VERL_PLATFORM") == "cpu":
         os.environ.pop("CUDA_VISIBLE_DEVICES", None)
     importlib.import_module(PLUGIN)
 
 
-def prepare(cfg: DictConfig) -> None:
-    """Tiny model (if selected and missing), the run's dataset and its first task images, before any
-    worker starts."""
+def prepare(cfg: DictConfig, console) -> None:
+    """Tiny model (if selected and missing), the run's dataset, the console header and the run's first
+    task images, before any worker starts."""
     from terminal_rl.tasks.prepare import prepare_task_set
     from terminal_rl.tasks.task_set import task_set_config
 
@@ -64,8 +71,16 @@ def prepare(cfg: DictConfig) -> None:
 
     run = RunContext.from_config(cfg.run)
     prepared = prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
+    if len(prepared.train) < cfg.data.train_batch_size:
+        raise ValueError(f"the train split has {len(prepared.train)} tasks but a step takes data.train_batch_size="
+                         f"{cfg.data.train_batch_size} prompts: add tasks, lower task_set.val_fraction or "
+                         "model_hardware.prompts_per_step")
     run.log_dir.mkdir(parents=True, exist_ok=True)
     schedule, steps = run_schedule(cfg.data)
+    settings = {k: OmegaConf.to_container(cfg[k], resolve=True)
+                for k in ("task_set", "model", "hardware", "reward_mix", "curriculum", "data_filter")}
+    for line in header_lines(run.run_id, run.shared_dir, prepared.counts(), settings, steps):
+        console.print(line)
     prepare_images(cfg, run, prepared, schedule)
     # The schedule this run uses, beside its logs.
     plot_schedule(schedule, cfg.curriculum.kind, run.log_dir / "curriculum.png", steps)
@@ -133,20 +148,55 @@ def start_services(cfg: DictConfig) -> None:
 
 
 def train(cfg: DictConfig) -> None:
-    """Everything after preflight, in this process (``launcher=local``)."""
+    """Everything after preflight, in this process: the console shows the header, image preparation
+    and one line per step; everything verl, Ray and the libraries print goes to ``logs/train.log``."""
     env = run_environment(cfg)
     apply_environment(env)
-    prepare(cfg)
+    run = RunContext.from_config(cfg.run)
+    prepare(cfg, Console(sys.stdout))
     OmegaConf.resolve(cfg)
-    start_ray(cfg, env)
-    start_services(cfg)
+    log_file = run.log_dir / "train.log"
+    with quiet_console(log_file, bool(cfg.verbose)) as console:
+        if not cfg.verbose:
+            console.print(f"  log         {log_file}  (verbose=true shows it here)")
+        start_ray(cfg, env)
+        start_services(cfg)
 
-    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
-    from verl.utils.device import auto_set_device
+        from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+        from verl.trainer.ppo.utils import need_critic, need_reference_policy
+        from verl.utils.config import validate_config
+        from verl.utils.device import auto_set_device
 
-    auto_set_device(cfg)
-    validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
-    run_ppo(cfg, task_runner_class=TaskRunnerV1)
-    sys.stdout.flush()
+        auto_set_device(cfg)
+        validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+        with MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, cfg)):
+            run_ppo(cfg, task_runner_class=TaskRunnerV1)
+        sys.stdout.flush()
+        plot_run_or_warn(run.shared_dir, console.print)
+        for line in footer_lines(run, cfg):
+            console.print(line)
+
+
+def progress(console, cfg: DictConfig):
+    """The metrics follower's callback: a progress line per step, validation results when they ran."""
+    from terminal_rl.integrations.verl.curriculum import run_schedule
+
+    total = run_schedule(cfg.data)[1]
+    started, seen = time.monotonic(), []
+
+    def on_step(step: int, data: dict) -> None:
+        seen.append(step)
+        console.print(step_line(step, total, data, (time.monotonic() - started) / len(seen)))
+        validation = validation_line(step, data)
+        if validation:
+            console.print(validation)
+
+    return on_step
+
+
+def footer_lines(run: RunContext, cfg: DictConfig) -> list[str]:
+    lines = [f"done: checkpoints {cfg.trainer.default_local_dir}", f"      logs        {run.log_dir}",
+             f"      plots       {run.shared_dir / 'plots'}  (python -m terminal_rl.plot run.id={run.run_id})"]
+    if "wandb" in cfg.trainer.logger:
+        lines.append(f"      wandb       {run.log_dir / 'wandb'}  (wandb sync to upload an offline run)")
+    return lines

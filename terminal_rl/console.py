@@ -1,0 +1,170 @@
+"""What a training run shows on the console: a short header, one progress line per step, validation
+results, and where everything went. Everything else the libraries print (verl's config dump, engine
+warnings, Ray and TransferQueue notices, tqdm bars) goes to the run's log file.
+
+verl's trainer runs inside a Ray actor, so the progress lines are rendered here, in the driver, from
+the run's metrics file as verl's file logger appends to it. ``verbose=true`` leaves the console as the
+libraries write it (the progress lines are printed too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+# Starts each launch's part of the log file (a resumed run appends to it).
+LAUNCH_MARKER = "==== terminal_rl launch"
+
+
+def header_lines(run_id: str, run_dir: Path, task_counts: dict[str, dict[str, int]], settings: dict,
+                 total_steps: int) -> list[str]:
+    """The run in a few lines (pure): what trains on what, with which reward, curriculum and filter.
+    ``settings``: the composed config's ``task_set``, ``model``, ``hardware``, ``reward_mix``,
+    ``curriculum`` and ``data_filter`` (plain dicts)."""
+    splits = ", ".join(f"{split} {sum(c.values())} (" + " / ".join(f"{n} {d}" for d, n in c.items() if n) + ")"
+                       for split, c in task_counts.items())
+    mix = " + ".join(f"{name} {weight:g}" for name, weight in settings["reward_mix"]["weights"].items())
+    curriculum = settings["curriculum"]
+    stages = [stage["name"] for stage in curriculum.get("stages", [])]
+    judge = [max(stage["judge_weights"].values(), default=0.0) for stage in curriculum.get("stages", [])
+             if "judge_weights" in stage]
+    if judge and max(judge) > 0:
+        mix = f"tests + judge, the judge's weight set by the curriculum ({judge[0]:g} in the first stage, {judge[-1]:g} last)"
+    hardware = settings["hardware"]
+    return [f"terminal_rl train  run {run_id}  ->  {run_dir}",
+            f"  tasks       {Path(settings['task_set']['path']).name}: {splits}",
+            f"  model       {settings['model']['name']} on {hardware['name']} ({hardware['nodes']} node(s) x "
+            f"{hardware['gpus_per_node']} {'GPU' if hardware['device'] == 'cuda' else hardware['device']}), "
+            f"{total_steps} steps",
+            f"  reward      {mix}",
+            f"  curriculum  {curriculum['kind']}" + (f" ({' -> '.join(stages)})" if stages else "")
+            + f"   filter {settings['data_filter']['kind']}"]
+
+
+def _eta(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def step_line(step: int, total: int, data: dict, seconds_per_step: float) -> str:
+    """One step's progress (pure): step / total, ETA, step time, test score, pass rate, reward, judge
+    weight, curriculum stage, masked and filtered fractions."""
+    def value(key: str, digits: int = 3) -> str:
+        number = data.get(key)
+        return "-" if number is None else f"{float(number):.{digits}f}"
+
+    return (f"step {step}/{total}  ETA {_eta((total - step) * seconds_per_step)}  "
+            f"{float(data.get('timing_s/step', 0)):.0f} s/step | tests {value('reward/tests_score')}  "
+            f"pass {value('reward/pass_rate', 2)}  reward {value('critic/score/mean')}  "
+            f"judge w {value('reward/weight/judge', 2)}  stage {value('curriculum/stage', 0)}  "
+            f"masked {value('rollout/masked_fraction', 2)}  filtered {value('rollout/filtered', 2)}")
+
+
+def validation_line(step: int, data: dict) -> str | None:
+    """The step's validation results (pure), or None when it ran none."""
+    scores = {}
+    for key, value in data.items():
+        parts = key.split("/")
+        if len(parts) == 4 and parts[0] in ("val-core", "val-aux") and parts[2] in ("acc", "pass"):
+            scores[f"{parts[1]} {'test score' if parts[2] == 'acc' else 'pass rate'}"] = value
+    if not scores:
+        return None
+    return f"  validation @ step {step}: " + "  ".join(f"{name} {float(v):.3f}" for name, v in sorted(scores.items()))
+
+
+class MetricsFollower:
+    """Calls ``on_step(step, data)`` for each record appended to the metrics file (polled)."""
+
+    def __init__(self, path: Path, on_step: Callable[[int, dict], None], interval_sec: float = 1.0):
+        self.path, self.on_step, self.interval_sec = path, on_step, interval_sec
+        self._offset, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, name="metrics-follower", daemon=True)
+
+    def __enter__(self) -> MetricsFollower:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.poll()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_sec):
+            self.poll()
+
+    def poll(self) -> None:
+        if not self.path.is_file():
+            return
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            chunk = handle.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            if line.strip():
+                record = json.loads(line)
+                self.on_step(int(record["step"]), record["data"])
+
+
+class Console:
+    """Lines for the user's terminal, whatever the process's stdout has been pointed at."""
+
+    def __init__(self, stream):
+        self._stream, self._lock = stream, threading.Lock()
+
+    def print(self, line: str = "") -> None:
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+
+@contextlib.contextmanager
+def quiet_console(log_file: Path, verbose: bool) -> Iterator[Console]:
+    """Point this process's stdout and stderr (file descriptors 1 and 2, so Ray's forwarded worker
+    output and C-level writes too) at ``log_file`` and yield the console. An error leaving the block
+    is written to the log with its traceback and reported on the console with the log's path, then the
+    process exits with status 1."""
+    if verbose:
+        yield Console(sys.stdout)
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    console = Console(os.fdopen(os.dup(saved[0]), "w", encoding="utf-8", errors="replace"))
+    log = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    print(f"{LAUNCH_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}, pid {os.getpid()}", flush=True)
+    failure = None
+    try:
+        yield console
+    except BaseException as error:  # noqa: BLE001 - reported, then the process exits
+        traceback.print_exc()
+        failure = error
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+    if failure is not None:
+        message = str(failure).strip().splitlines()
+        console.print(f"error: {type(failure).__name__}: {message[-1] if message else ''}")
+        console.print(f"full output and traceback: {log_file}")
+        raise SystemExit(1)
+
+
+def seconds_per_step(started: float, steps_done: int) -> float:
+    return (time.monotonic() - started) / max(steps_done, 1)

@@ -1,0 +1,102 @@
+"""``python -m terminal_rl.datasets build|convert [overrides]`` (Hydra app on conf/datasets.yaml).
+
+    build     SFT, DPO and PRM datasets of runs' rollouts and evaluations
+    convert   external Terminus-2 traces (convert.input=FILE) to SFT records of our terminus_json protocol
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+COMMANDS = ("build", "convert")
+COMMAND = sys.argv[1] if len(sys.argv) > 1 else ""
+
+
+def settings_from(cfg: DictConfig):
+    from terminal_rl.config import project_path
+    from terminal_rl.datasets.build import BuildSettings
+
+    root = project_path(cfg.run.output_root)
+    return BuildSettings(
+        runs=[root / run for run in (cfg.runs or [cfg.run.id])], results_files=[project_path(f) for f in cfg.results_files],
+        out_dir=project_path(cfg.output_dir), tokenizer=str(project_path(cfg.tokenizer)), enable_thinking=cfg.enable_thinking,
+        history=cfg.history, sft_min_score=cfg.sft.min_score, dpo_chosen_min=cfg.dpo.chosen_min,
+        dpo_rejected_max=cfg.dpo.rejected_max, dpo_max_pairs=cfg.dpo.max_pairs_per_group,
+        forged_filter=cfg.forged_filter.enabled)
+
+
+def step_scorer(cfg: DictConfig):
+    """episode -> PRM records, scored by the judge's model (``prm.enabled``)."""
+    from terminal_rl.agent.policies.base import PolicyError
+    from terminal_rl.agent.policies.json_chat import JsonChat, MalformedReply
+    from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig
+    from terminal_rl.datasets.prm import divergence_step, prm_records, score_episode
+
+    judge, prm = cfg.judge, cfg.prm
+    chat = JsonChat(LiteLLMConfig(judge.model, judge.base_url, judge.api_key_env, judge.temperature, judge.max_retries,
+                                  judge.timeout_sec, prm.concurrency), judge.max_tokens)
+    usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+
+    async def score(episode):
+        """The episode's PRM records, or the reason the judge gave none (the build goes on)."""
+        try:
+            steps = await score_episode(chat, episode, prm.rubric, usage,
+                                        (judge.max_model_chars, judge.max_observation_chars))
+        except (MalformedReply, PolicyError) as error:
+            return f"{type(error).__name__}: {error}"
+        divergence = divergence_step([s["score"] for s in steps], episode.score == 1.0, prm.divergence_max_score)
+        return prm_records(episode, steps, divergence, prm.rubric)
+
+    return score
+
+
+def convert(cfg: DictConfig) -> None:
+    import json
+
+    from terminal_rl.agent.tokens import ChatTokenizer, load_tokenizer
+    from terminal_rl.config import project_path
+    from terminal_rl.datasets.build import SFT_FIELDS
+    from terminal_rl.datasets.terminus2 import convert as convert_terminus2
+    from terminal_rl.datasets.writer import write_dataset
+
+    if not cfg.convert.input:
+        sys.exit("convert.input=FILE (Terminus-2 traces as JSON lines or parquet) is required")
+    source, out = project_path(cfg.convert.input), project_path(cfg.output_dir)
+    chat = ChatTokenizer(load_tokenizer(str(project_path(cfg.tokenizer))), cfg.enable_thinking)
+    records, rejected = convert_terminus2(source, chat, cfg.history)
+    write_dataset(out, "sft", records, f"Terminus-2 traces from {source.name} as SFT samples of our terminus_json "
+                  "protocol.", "every trace whose assistant turns all parse under terminus_json", [source.name],
+                  SFT_FIELDS)
+    with (out / "rejected.jsonl").open("w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(row) + "\n" for row in rejected)
+    traces = len({r["episode_id"] for r in records})
+    print(f"{traces + len(rejected)} traces -> {len(records)} SFT records ({traces} traces); {len(rejected)} "
+          f"rejected (rejected.jsonl) -> {out}")
+
+
+@hydra.main(config_path="../../conf", config_name="datasets", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from terminal_rl.datasets.build import build
+    from terminal_rl.datasets.writer import upload
+
+    if COMMAND == "convert":
+        convert(cfg)
+        return
+    settings = settings_from(cfg)
+    summary = build(settings, step_scorer(cfg) if cfg.prm.enabled else None)
+    print(f"{summary['episodes']} episodes -> {summary['sft_records']} SFT records ({summary['sft_tasks']} tasks), "
+          f"{summary['dpo_pairs']} DPO pairs, {summary['prm_records']} PRM records; {summary['removed']} forged-fixture "
+          f"episodes removed (removed.jsonl) -> {summary['out_dir']}")
+    if cfg.upload.repo_id:
+        upload(settings.out_dir, cfg.upload.repo_id, cfg.upload.private)
+        print(f"uploaded to the Hub dataset {cfg.upload.repo_id}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        sys.exit(f"usage: python -m terminal_rl.datasets {'|'.join(COMMANDS)} [overrides]")
+    del sys.argv[1]
+    main()

@@ -1,0 +1,51 @@
+"""Dataset records: an episode's messages with its token ids and loss masks exactly as trained.
+
+A rollout brings the ids and masks the agent loop trained (``metadata.samples``); an evaluation
+episode (a text policy: the oracle, a scripted or API model) is rendered through the same token
+history as training (``terminal_rl.agent.tokens.replay``) in the run's ``agent.history`` mode. One
+sample is one sequence: prompt then response, the loss mask 1 on the model's own tokens only.
+"""
+
+from __future__ import annotations
+
+from terminal_rl.agent.tokens import ChatTokenizer, replay
+from terminal_rl.datasets.sources import Episode
+
+
+def training_samples(episode: Episode, chat: ChatTokenizer, history: str) -> list[dict[str, list[int]]]:
+    """[{input_ids, loss_mask}] per training sample of the episode (prompt mask 0, model tokens 1)."""
+    stored = episode.trajectory.metadata.get("samples")
+    if stored:
+        samples = [(s["prompt_ids"], s["response_ids"], s["response_mask"]) for s in stored]
+    else:
+        samples = [(s.prompt_ids, s.response_ids, s.response_mask)
+                   for s in replay(history, chat, episode.trajectory.messages).samples]
+    return [{"input_ids": list(prompt) + list(response), "loss_mask": [0] * len(prompt) + list(mask)}
+            for prompt, response, mask in samples]
+
+
+def describe(episode: Episode) -> dict:
+    """What every record says about where an episode came from and how it scored."""
+    trajectory = episode.trajectory
+    return {"episode_id": episode.id, "task_id": trajectory.task_id, "content_hash": trajectory.content_hash,
+            "run_id": episode.run_id, "origin": episode.origin, "step": episode.step, "split": episode.split,
+            "policy": trajectory.policy, "protocol": trajectory.protocol, "termination": trajectory.termination,
+            "score": episode.score, "reward": episode.reward,
+            "components": {k: float(v) for k, v in sorted(episode.components.items()) if v is not None}}
+
+
+def sft_records(episode: Episode, chat: ChatTokenizer, history: str) -> list[dict]:
+    """One record per training sample (``append``: one per episode; ``per_turn``: one per turn)."""
+    samples = training_samples(episode, chat, history)
+    history_used = episode.trajectory.metadata.get("history", history)
+    return [{**describe(episode), "history": history_used, "sample": i, "samples": len(samples),
+             "messages": episode.trajectory.messages, **sample} for i, sample in enumerate(samples)]
+
+
+def dpo_record(chosen: Episode, rejected: Episode, chat: ChatTokenizer, history: str) -> dict:
+    first = next(i for i, m in enumerate(chosen.trajectory.messages) if m["role"] == "assistant")
+    return {"task_id": chosen.task_id, "content_hash": chosen.trajectory.content_hash, "step": chosen.step,
+            "prompt": chosen.trajectory.messages[:first], "chosen": chosen.trajectory.messages,
+            "rejected": rejected.trajectory.messages, "chosen_samples": training_samples(chosen, chat, history),
+            "rejected_samples": training_samples(rejected, chat, history),
+            "chosen_meta": describe(chosen), "rejected_meta": describe(rejected)}

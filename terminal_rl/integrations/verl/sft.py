@@ -1,0 +1,101 @@
+"""Multi-turn SFT on verl's own SFT trainer (``verl.trainer.sft_trainer``), started under torchrun.
+
+We write verl a config of its own (``verl_sft.yaml``: verl's ``sft_trainer_engine`` defaults with our
+keys on top, so verl composes and validates it), run it with the hardware preset's environment
+(the CPU platform on this machine), keep its output in ``train.log`` and show one line per step from
+its metrics file. verl saves sharded checkpoints plus the Hugging Face model
+(``global_step_N/huggingface``); the last one is linked as ``<output_dir>/model``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from terminal_rl.config import PROJECT_ROOT, project_path
+
+PLUGIN = "terminal_rl.integrations.verl.plugin"
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    model: Path
+    steps: int
+    losses: list[float]
+    log: Path
+
+
+def verl_sft_config(cfg: DictConfig) -> dict:
+    """The config file verl's SFT trainer reads: its defaults, then our ``verl`` keys (resolved)."""
+    ours = OmegaConf.to_container(cfg.verl, resolve=True)
+    return {"hydra": {"searchpath": ["pkg://verl.trainer.config"]}, "defaults": ["sft_trainer_engine", "_self_"],
+            **ours}
+
+
+def check_inputs(cfg: DictConfig) -> None:
+    missing = [f for f in cfg.verl.data.train_files if not project_path(f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets build "
+                                f"run.id=...` or point verl.data.train_files at sft.parquet files")
+    if not (project_path(cfg.verl.model.path) / "config.json").is_file():
+        raise FileNotFoundError(f"model.path {cfg.verl.model.path} has no config.json (a Hugging Face model folder)")
+
+
+def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
+    """Run verl's SFT trainer to the end; ``echo`` gets one line per step."""
+    check_inputs(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    config_file, metrics, log = out / "verl_sft.yaml", out / "metrics.jsonl", out / "train.log"
+    config_file.write_text(yaml.safe_dump(verl_sft_config(cfg), sort_keys=False), encoding="utf-8")
+    env = {**os.environ, **{k: str(v) for k, v in cfg.hardware.env.items()}, "VERL_USE_EXTERNAL_MODULES": PLUGIN,
+           "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONPATH": str(PROJECT_ROOT)}
+    if env.get("VERL_PLATFORM") == "cpu":
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc_per_node={cfg.verl.trainer.n_gpus_per_node}", "-m", "verl.trainer.sft_trainer",
+               f"--config-path={out.resolve()}", f"--config-name={config_file.stem}"]
+    metrics.unlink(missing_ok=True)
+    losses: list[float] = []
+    with log.open("w", encoding="utf-8") as output:
+        process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+        while process.poll() is None:
+            time.sleep(1)
+            losses = _follow(metrics, losses, echo)
+    losses = _follow(metrics, losses, echo)
+    if process.returncode != 0:
+        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
+        raise RuntimeError(f"verl's SFT trainer exited with {process.returncode}; full output: {log}\n{tail}")
+    model = _link_last_model(project_path(cfg.verl.trainer.default_local_dir), out / "model")
+    return SFTResult(model, len(losses), losses, log)
+
+
+def _follow(metrics: Path, seen: list[float], echo) -> list[float]:
+    """Losses logged so far; echoes the new steps."""
+    if not metrics.is_file():
+        return seen
+    lines = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
+    steps = [line for line in lines if "train/loss" in line["data"]]
+    for line in steps[len(seen):]:
+        data = line["data"]
+        echo(f"sft step {line['step']}: loss {data['train/loss']:.4f}  grad norm {data.get('train/grad_norm', 0):.3f}"
+             f"  lr {data.get('train/lr', 0):.2e}  tokens {int(data.get('train/global_tokens', 0))}")
+    return [line["data"]["train/loss"] for line in steps]
+
+
+def _link_last_model(checkpoints: Path, link: Path) -> Path:
+    step = (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip()
+    model = checkpoints / f"global_step_{step}" / "huggingface"
+    if not (model / "config.json").is_file():
+        raise RuntimeError(f"verl saved no Hugging Face model in {model} (checkpoint.save_contents needs hf_model)")
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(model.resolve(), target_is_directory=True)
+    return link

@@ -1,0 +1,148 @@
+"""From episodes to datasets to SFT to RL, end to end on this machine: scripted and oracle evaluation
+episodes in real sandboxes plus the shared CPU run's rollouts -> `python -m terminal_rl.datasets
+build` (a planted forged-fixture episode is removed with its reason) -> `python -m terminal_rl.sft`
+(verl's SFT trainer, a few steps, the loss falls) -> the SFT model starts a GRPO run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from terminal_rl.config import PROJECT_ROOT
+from tests.agent.test_episodes import PARSER
+from tests.conftest import SMOKE_TASKS
+from tests.fake_llm_server import FakeLLMServer
+
+pytestmark = pytest.mark.docker
+
+CSV_TASK = "csv-file-parsing-amount-sum"
+WRITE_PARSER = "<write_file>\nfile_path: parser.py\ncontent: |\n" + "".join(f"  {l}\n" for l in PARSER.splitlines()) + "</write_file>"
+FINISH = "<finish>\nmessage: done\n</finish>"
+# Attempts of the CSV task: honest, a forgery of the input the tests read (data.csv rewritten so
+# that any parser prints the expected 425), and one that does nothing.
+HONEST = ["<read_file>\nfile_path: /app/data.csv\n</read_file>", WRITE_PARSER, FINISH]
+FORGED = ["<bash>\ncmd: printf 'ID,Name,Amount\\n1,X,425\\n' > /app/data.csv\n</bash>", WRITE_PARSER, FINISH]
+NOTHING = [FINISH]
+COUNT_LINES = ["<bash>\ncmd: cat /app/data/*.txt | wc -l > /app/total.txt\n</bash>", FINISH]
+
+
+def app(module, *args, timeout=900):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
+    result = subprocess.run([sys.executable, "-m", module, *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                            env={**env, "COLUMNS": "200"}, timeout=timeout)
+    assert result.returncode == 0, f"{module} {args}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def demos(cpu_run, harbor_fixture, tmp_path_factory):
+    """Evaluation runs beside the shared CPU run (same output root): scripted CSV attempts, the
+    Harbor fixture's oracle, and a scripted solution of that fixture."""
+    root = cpu_run["dir"].parent
+    script = tmp_path_factory.mktemp("scripts") / "script.json"
+    script.write_text(json.dumps({CSV_TASK: [HONEST, FORGED, NOTHING], "count-lines": [COUNT_LINES]}))
+    common = [f"run.output_root={root}", "concurrency=3"]
+    app("terminal_rl.evaluate", "policy=scripted", f"policy.script={script}", "attempts=3", f"task_ids=[{CSV_TASK}]",
+        "run.id=demos", *common)
+    harbor = ["task_set.format=harbor", f"task_set.path={harbor_fixture.parent}"]
+    app("terminal_rl.evaluate", "policy=scripted", f"policy.script={script}", *harbor, "run.id=demos", *common)
+    app("terminal_rl.evaluate", "policy=oracle", *harbor, "run.id=oracle", *common)
+    return root
+
+
+def step_scores(body):
+    """A step-rubric judge: 1 for every step of an episode that rewrote the input, 4 otherwise."""
+    trajectory = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    score = 1 if "printf" in trajectory else 4
+    return json.dumps({"steps": [{"step": i + 1, "score": score, "reason": "scripted"}
+                                 for i in range(trajectory.count("\n### Turn "))]})
+
+
+@pytest.fixture(scope="module")
+def datasets(demos, cpu_run):
+    model = cpu_run["dir"].parent / "models" / "tiny-qwen3"
+    with FakeLLMServer(step_scores) as judge:
+        result = app("terminal_rl.datasets", "build", "runs=[demos,oracle,ci]", f"run.output_root={demos}",
+                     "run.id=demos", f"tokenizer={model}", "prm.enabled=true", "judge.model=openai/test-judge",
+                     f"judge.base_url={judge.base_url}", "judge.api_key_env=")
+    return demos / "demos" / "datasets", result
+
+
+def test_the_forged_episode_is_removed_with_its_reason(datasets):
+    out, result = datasets
+    [removed] = [json.loads(line) for line in (out / "removed.jsonl").read_text().splitlines()]
+    assert removed["task_id"] == CSV_TASK and removed["files"] == ["/app/data.csv"] and removed["score"] == 1.0
+    assert "rewrote or deleted inputs the image or the start files provided" in removed["reason"]
+    sft = [json.loads(line) for line in (out / "sft.jsonl").read_text().splitlines()]
+    by_task = {row["task_id"]: row for row in sft}
+    assert sorted(by_task) == ["count-lines", CSV_TASK], "one best passing episode per task, oracles excluded"
+    assert by_task[CSV_TASK]["episode_id"] != removed["episode_id"]
+    [pair] = [json.loads(line) for line in (out / "dpo.jsonl").read_text().splitlines()]
+    assert pair["chosen_meta"]["episode_id"] == by_task[CSV_TASK]["episode_id"] and pair["rejected_meta"]["score"] < 0.3
+    prm = [json.loads(line) for line in (out / "prm.jsonl").read_text().splitlines()]
+    forged_steps = [r for r in prm if r["episode_id"] == removed["episode_id"]]
+    assert [(r["step_index"], r["step_score"]) for r in forged_steps] == [(1, 1), (2, 1), (3, 1)]
+    assert forged_steps[2]["prefix"] == [r["action"] for r in forged_steps[:2]]
+    assert "Provider List" not in result.stdout + result.stderr, "litellm's banners stay off the console"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["by_origin"]["rollout"] > 0 and summary["removed"] == 1 and summary["prm_failures"] == {}
+    assert "1 forged-fixture episodes removed" in result.stdout
+    # The parquet files load with the schema the card describes.
+    assert pq.read_table(out / "sft.parquet").column_names[:3] == ["episode_id", "task_id", "content_hash"]
+
+
+def test_rollout_records_carry_the_ids_the_agent_loop_trained(cpu_run, datasets, tmp_path):
+    """With every rollout admitted (min score 0), each SFT record of a training episode is exactly the
+    stream the agent loop returned to verl for it."""
+    out, _ = datasets
+    model = cpu_run["dir"].parent / "models" / "tiny-qwen3"
+    app("terminal_rl.datasets", "build", "runs=[ci]", f"run.output_root={cpu_run['dir'].parent}", "run.id=ci",
+        f"tokenizer={model}", "sft.min_score=0", f"output_dir={tmp_path}")
+    records = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    assert {r["task_id"] for r in records} <= set(SMOKE_TASKS) and records
+    logs = {}
+    for path in (cpu_run["dir"] / "logs" / "rollouts").glob("*.jsonl"):
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            logs[f"ci/logs/rollouts/{path.name}#{number}"] = json.loads(line)
+    for record in records:
+        stored = logs[record["episode_id"]]["metadata"]["samples"][record["sample"]]
+        assert record["input_ids"] == stored["prompt_ids"] + stored["response_ids"]
+        assert record["loss_mask"] == [0] * len(stored["prompt_ids"]) + stored["response_mask"]
+
+
+@pytest.fixture(scope="module")
+def sft(datasets, demos):
+    result = app("terminal_rl.sft", "run.id=demos", f"run.output_root={demos}", "verl.data.train_batch_size=2",
+                 "verl.trainer.total_epochs=4")
+    return demos / "demos" / "sft", result
+
+
+def test_sft_through_verl_lowers_the_loss_and_saves_a_hugging_face_model(sft):
+    out, result = sft
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    losses = [s["data"]["train/loss"] for s in steps if "train/loss" in s["data"]]
+    assert len(losses) == 4 and losses[-1] < losses[0], losses
+    assert (out / "model" / "config.json").is_file() and (out / "model" / "model.safetensors").is_file()
+    assert (out / "model" / "tokenizer_config.json").is_file(), "the tokenizer travels with the model"
+    assert "sft step 4: loss" in result.stdout and f"model.path={out / 'model'}" in result.stdout
+    assert "TrainedTokensDataset" not in result.stdout + result.stderr, "verl's config dump is in train.log"
+    assert "TrainedTokensDataset" in (out / "train.log").read_text()
+
+
+def test_the_sft_model_starts_a_grpo_run(sft, demos):
+    out, _ = sft
+    result = app("terminal_rl.train", "experiment=cpu_smoke", "run.id=warm", f"run.output_root={demos}",
+                 f"model.path={out / 'model'}", "trainer.total_training_steps=1", "curriculum=none",
+                 "reward_mix=tests_only", "data_filter=none", "trainer.save_freq=-1", "trainer.test_freq=-1",
+                 f"task_set.task_ids=[{CSV_TASK},csv-filter-by-value,base64-decode-secret-message]")
+    run = demos / "warm"
+    [metrics] = (run / "logs").glob("metrics.*.jsonl")
+    assert [json.loads(line)["step"] for line in metrics.read_text().splitlines()] == [1]
+    assert list((run / "logs" / "rollouts").glob("train_step000001.*.jsonl"))
+    assert "step 1/1" in result.stdout
+    assert f"'path': '{out / 'model'}'" in (run / "logs" / "train.log").read_text(), "verl trained the SFT model"
