@@ -34,6 +34,15 @@ def columns(metrics: pd.DataFrame, prefix: str, suffix: str = "") -> pd.DataFram
     return metrics[list(names)].rename(columns=names)
 
 
+def validation_score(key: str) -> tuple[str, str, str] | None:
+    """``(source, "test score" | "pass rate", "mean@k")`` for verl's validation metrics
+    ``val-core/<source>/acc/mean@k`` and ``val-aux/<source>/pass/mean@k``; None for any other key."""
+    parts = key.split("/")
+    if len(parts) == 4 and parts[0] in ("val-core", "val-aux") and parts[2] in ("acc", "pass"):
+        return parts[1], "test score" if parts[2] == "acc" else "pass rate", parts[3]
+    return None
+
+
 def load_trajectories(run_dir: str | Path) -> pd.DataFrame:
     """One row per logged trajectory: split, step, task, termination, reward, turns, masked, stage."""
     rows = []

@@ -40,6 +40,13 @@ def project_path(path: str | Path) -> Path:
     return path if path.is_absolute() else (PROJECT_ROOT / path).resolve()
 
 
+def model_location(path: str) -> str:
+    """A model or tokenizer path from the config: the local folder when there is one, else the
+    string as given (a Hugging Face Hub id such as ``Qwen/Qwen3-8B``)."""
+    local = project_path(path)
+    return str(local) if local.exists() else path
+
+
 def to_dataclass(node: DictConfig | dict[str, Any], cls: type[T]) -> T:
     """Build dataclass ``cls`` from a config node, naming unknown or missing keys in the error."""
     data = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)

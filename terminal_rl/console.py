@@ -19,6 +19,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from terminal_rl.analysis import validation_score
+
 
 # Starts each launch's part of the log file (a resumed run appends to it).
 LAUNCH_MARKER = "==== terminal_rl launch"
@@ -72,9 +74,9 @@ def validation_line(step: int, data: dict) -> str | None:
     """The step's validation results (pure), or None when it ran none."""
     scores = {}
     for key, value in data.items():
-        parts = key.split("/")
-        if len(parts) == 4 and parts[0] in ("val-core", "val-aux") and parts[2] in ("acc", "pass"):
-            scores[f"{parts[1]} {'test score' if parts[2] == 'acc' else 'pass rate'}"] = value
+        parsed = validation_score(key)
+        if parsed:
+            scores[f"{parsed[0]} {parsed[1]}"] = value
     if not scores:
         return None
     return f"  validation @ step {step}: " + "  ".join(f"{name} {float(v):.3f}" for name, v in sorted(scores.items()))
@@ -110,9 +112,12 @@ class MetricsFollower:
         complete = chunk[: chunk.rfind(b"\n") + 1]
         self._offset += len(complete)
         for line in complete.splitlines():
-            if line.strip():
+            try:
                 record = json.loads(line)
-                self.on_step(int(record["step"]), record["data"])
+                step, data = int(record["step"]), record["data"]
+            except (ValueError, KeyError, TypeError):
+                continue  # not a metrics record (blank, or written by something else)
+            self.on_step(step, data)
 
 
 class Console:
@@ -149,6 +154,10 @@ def quiet_console(log_file: Path, verbose: bool) -> Iterator[Console]:
     failure = None
     try:
         yield console
+    except SystemExit as error:
+        if error.code not in (None, 0):
+            traceback.print_exc()
+            failure = error
     except BaseException as error:  # noqa: BLE001 - reported, then the process exits
         traceback.print_exc()
         failure = error
@@ -164,7 +173,3 @@ def quiet_console(log_file: Path, verbose: bool) -> Iterator[Console]:
         console.print(f"error: {type(failure).__name__}: {message[-1] if message else ''}")
         console.print(f"full output and traceback: {log_file}")
         raise SystemExit(1)
-
-
-def seconds_per_step(started: float, steps_done: int) -> float:
-    return (time.monotonic() - started) / max(steps_done, 1)

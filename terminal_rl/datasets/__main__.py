@@ -16,20 +16,20 @@ COMMAND = sys.argv[1] if len(sys.argv) > 1 else ""
 
 
 def settings_from(cfg: DictConfig):
-    from terminal_rl.config import project_path
+    from terminal_rl.config import model_location, project_path
     from terminal_rl.datasets.build import BuildSettings
 
     root = project_path(cfg.run.output_root)
     return BuildSettings(
         runs=[root / run for run in (cfg.runs or [cfg.run.id])], results_files=[project_path(f) for f in cfg.results_files],
-        out_dir=project_path(cfg.output_dir), tokenizer=str(project_path(cfg.tokenizer)), enable_thinking=cfg.enable_thinking,
+        out_dir=project_path(cfg.output_dir), tokenizer=model_location(cfg.tokenizer), enable_thinking=cfg.enable_thinking,
         history=cfg.history, sft_min_score=cfg.sft.min_score, dpo_chosen_min=cfg.dpo.chosen_min,
         dpo_rejected_max=cfg.dpo.rejected_max, dpo_max_pairs=cfg.dpo.max_pairs_per_group,
         forged_filter=cfg.forged_filter.enabled)
 
 
 def step_scorer(cfg: DictConfig):
-    """episode -> PRM records, scored by the judge's model (``prm.enabled``)."""
+    """(episode -> PRM records, the judge's usage so far), scored by the judge's model (``prm.enabled``)."""
     from terminal_rl.agent.policies.base import PolicyError
     from terminal_rl.agent.policies.json_chat import JsonChat, MalformedReply
     from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig
@@ -50,14 +50,14 @@ def step_scorer(cfg: DictConfig):
         divergence = divergence_step([s["score"] for s in steps], episode.score == 1.0, prm.divergence_max_score)
         return prm_records(episode, steps, divergence, prm.rubric)
 
-    return score
+    return score, usage
 
 
 def convert(cfg: DictConfig) -> None:
     import json
 
     from terminal_rl.agent.tokens import ChatTokenizer, load_tokenizer
-    from terminal_rl.config import project_path
+    from terminal_rl.config import model_location, project_path
     from terminal_rl.datasets.build import SFT_FIELDS
     from terminal_rl.datasets.terminus2 import convert as convert_terminus2
     from terminal_rl.datasets.writer import write_dataset
@@ -65,7 +65,7 @@ def convert(cfg: DictConfig) -> None:
     if not cfg.convert.input:
         sys.exit("convert.input=FILE (Terminus-2 traces as JSON lines or parquet) is required")
     source, out = project_path(cfg.convert.input), project_path(cfg.output_dir)
-    chat = ChatTokenizer(load_tokenizer(str(project_path(cfg.tokenizer))), cfg.enable_thinking)
+    chat = ChatTokenizer(load_tokenizer(model_location(cfg.tokenizer)), cfg.enable_thinking)
     records, rejected = convert_terminus2(source, chat, cfg.history)
     write_dataset(out, "sft", records, f"Terminus-2 traces from {source.name} as SFT samples of our terminus_json "
                   "protocol.", "every trace whose assistant turns all parse under terminus_json", [source.name],
@@ -86,7 +86,7 @@ def main(cfg: DictConfig) -> None:
         convert(cfg)
         return
     settings = settings_from(cfg)
-    summary = build(settings, step_scorer(cfg) if cfg.prm.enabled else None)
+    summary = build(settings, *(step_scorer(cfg) if cfg.prm.enabled else ()))
     print(f"{summary['episodes']} episodes -> {summary['sft_records']} SFT records ({summary['sft_tasks']} tasks), "
           f"{summary['dpo_pairs']} DPO pairs, {summary['prm_records']} PRM records; {summary['removed']} forged-fixture "
           f"episodes removed (removed.jsonl) -> {summary['out_dir']}")

@@ -12,8 +12,8 @@ from terminal_rl.agent.tokens import ChatTokenizer, load_tokenizer
 from terminal_rl.datasets.forged import flag_forged
 from terminal_rl.datasets.records import dpo_record, sft_records
 from terminal_rl.datasets.selection import select_dpo, select_sft
-from terminal_rl.datasets.sources import Episode, run_episodes
-from terminal_rl.datasets.writer import write_dataset
+from terminal_rl.datasets.sources import Episode, results_episodes, run_episodes
+from terminal_rl.datasets.writer import remove_dataset, write_dataset
 
 SFT_FIELDS = {
     "messages": "the episode's chat messages (system, task, every model turn and observation)",
@@ -40,14 +40,14 @@ class BuildSettings:
     forged_filter: bool
 
 
-def build(settings: BuildSettings, prm=None) -> dict:
+def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> dict:
     """Write the datasets and ``removed.jsonl``; returns the summary (also ``summary.json``).
-    ``prm``: an async callable episode -> its PRM records or why there are none, or None (no PRM dataset)."""
-    episodes: list[Episode] = []
-    for run_dir in settings.runs:
-        if not run_dir.is_dir():
-            raise FileNotFoundError(f"run directory {run_dir} does not exist")
-        episodes += run_episodes(run_dir, settings.results_files)
+    ``prm``: an async callable episode -> its PRM records or why there are none, or None (no PRM dataset);
+    ``prm_usage``: the judge's requests, tokens and cost it adds to (reported in the summary)."""
+    missing = [str(run_dir) for run_dir in settings.runs if not run_dir.is_dir()]
+    if missing:
+        raise FileNotFoundError(f"run directories {missing} do not exist")
+    episodes = [e for run_dir in settings.runs for e in run_episodes(run_dir)] + results_episodes(settings.results_files)
     chat = ChatTokenizer(load_tokenizer(settings.tokenizer), settings.enable_thinking)
     flags = flag_forged(episodes) if settings.forged_filter else []
     removed = {flag.episode.id for flag in flags}
@@ -68,6 +68,7 @@ def build(settings: BuildSettings, prm=None) -> dict:
                   {"prompt / chosen / rejected": "messages", "chosen_samples / rejected_samples":
                    "[{input_ids, loss_mask}] as in sft", "chosen_meta / rejected_meta": "as the sft record fields"})
     prm_rows, prm_failures = asyncio.run(_prm_rows(prm, episodes)) if prm else ([], {})
+    remove_dataset(out, "prm")
     if prm:
         write_dataset(out, "prm", prm_rows, "Per-step scores (1-5) of episodes from the judge's step rubric.",
                       "every scored episode with at least one turn; divergence: first step scored low in a failing "
@@ -80,7 +81,7 @@ def build(settings: BuildSettings, prm=None) -> dict:
                                      "reason": flag.reason, "files": flag.files, "score": flag.episode.score}) + "\n")
     summary = {"episodes": len(episodes), "by_origin": dict(Counter(e.origin for e in episodes)),
                "sft_records": len(sft_rows), "sft_tasks": len(sft), "dpo_pairs": len(dpo_rows),
-               "prm_records": len(prm_rows), "prm_failures": prm_failures, "removed": len(flags), "out_dir": str(out)}
+               "prm_records": len(prm_rows), "prm_failures": prm_failures, "prm_usage": prm_usage or {}, "removed": len(flags), "out_dir": str(out)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 

@@ -20,7 +20,8 @@ untouched (an in-place sort, a config one may fix either of two ways); with no r
 any task whose job is to edit a file the tests read (a config fix). Known false negatives: reads by
 programs the tests start that are not Python (``cat``, a compiled binary), so an input they consume
 is not in R; a fixture forged identically to how the reference solution changes it; reads the tests
-make through directory listings or ``os.stat`` only.
+make through directory listings or ``os.stat`` only; reads past the first 5,000 distinct files of one
+process (the audit hook's cap, ``toolchain_site.py``).
 """
 
 from __future__ import annotations

@@ -20,8 +20,19 @@ def training_samples(episode: Episode, chat: ChatTokenizer, history: str) -> lis
     else:
         samples = [(s.prompt_ids, s.response_ids, s.response_mask)
                    for s in replay(history, chat, episode.trajectory.messages).samples]
+    return token_rows(samples)
+
+
+def token_rows(samples) -> list[dict[str, list[int]]]:
+    """(prompt ids, response ids, response mask) triples as one sequence each, prompt masked out."""
     return [{"input_ids": list(prompt) + list(response), "loss_mask": [0] * len(prompt) + list(mask)}
             for prompt, response, mask in samples]
+
+
+def sample_records(fields: dict, history: str, messages: list[dict], rows: list[dict]) -> list[dict]:
+    """One SFT record per token row: where it came from (``fields``), its messages, its ids and mask."""
+    return [{**fields, "history": history, "sample": i, "samples": len(rows), "messages": messages, **row}
+            for i, row in enumerate(rows)]
 
 
 def describe(episode: Episode) -> dict:
@@ -36,10 +47,8 @@ def describe(episode: Episode) -> dict:
 
 def sft_records(episode: Episode, chat: ChatTokenizer, history: str) -> list[dict]:
     """One record per training sample (``append``: one per episode; ``per_turn``: one per turn)."""
-    samples = training_samples(episode, chat, history)
-    history_used = episode.trajectory.metadata.get("history", history)
-    return [{**describe(episode), "history": history_used, "sample": i, "samples": len(samples),
-             "messages": episode.trajectory.messages, **sample} for i, sample in enumerate(samples)]
+    return sample_records(describe(episode), episode.trajectory.metadata.get("history", history),
+                          episode.trajectory.messages, training_samples(episode, chat, history))
 
 
 def dpo_record(chosen: Episode, rejected: Episode, chat: ChatTokenizer, history: str) -> dict:

@@ -2,7 +2,7 @@
 
 SFT: per task, the best passing episode (test score >= ``min_score``): the latest step first, then
 the group whose rewards spread most (the signal was clearest there), then the highest reward.
-DPO: per task and step, pairs of a chosen episode (score >= ``chosen_min``) and a rejected one
+DPO: per run, task version and step (the same weights), pairs of a chosen episode (score >= ``chosen_min``) and a rejected one
 (score < ``rejected_max``): the best chosen with the worst rejected, and so on, at most ``max_pairs``.
 """
 
@@ -38,9 +38,9 @@ def select_dpo(episodes: list[Episode], chosen_min: float, rejected_max: float, 
                excluded: set[str] = frozenset()) -> list[tuple[Episode, Episode]]:
     if not rejected_max <= chosen_min:
         raise ValueError(f"dpo thresholds: rejected_max {rejected_max} must not exceed chosen_min {chosen_min}")
-    by_key: dict[tuple[str, str, int], list[Episode]] = defaultdict(list)
+    by_key: dict[tuple[str, str, str, int], list[Episode]] = defaultdict(list)
     for episode in episodes:
-        by_key[(episode.task_id, episode.trajectory.content_hash, episode.step)].append(episode)
+        by_key[(episode.run_id, episode.task_id, episode.trajectory.content_hash, episode.step)].append(episode)
     pairs = []
     for key in sorted(by_key):
         group = by_key[key]

@@ -45,15 +45,22 @@ class Episode:
         return self.trajectory.score or 0.0
 
 
-def run_episodes(run_dir: Path, results_files: list[Path] = ()) -> list[Episode]:
+def run_episodes(run_dir: Path) -> list[Episode]:
     """Every scored episode of the run in ``run_dir`` (its rollout logs and evaluation results)."""
     episodes = []
     for path in sorted((run_dir / "logs" / "rollouts").glob("*.jsonl")):
         episodes += _read(path, run_dir, "rollout")
-    for path in [run_dir / "eval" / "results.jsonl", *results_files]:
-        if path.is_file():
-            episodes += _read(path, run_dir, "evaluation")
+    if (run_dir / "eval" / "results.jsonl").is_file():
+        episodes += _read(run_dir / "eval" / "results.jsonl", run_dir, "evaluation")
     return episodes
+
+
+def results_episodes(paths: list[Path]) -> list[Episode]:
+    """The scored episodes of evaluation results files outside any run (each file its own source)."""
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"results_files {missing} do not exist")
+    return [e for path in paths for e in _read(path, path.parent, "evaluation")]
 
 
 def _read(path: Path, run_dir: Path, origin: str) -> list[Episode]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from terminal_rl.agent.protocols.terminus_json import TerminusJsonProtocol
 from terminal_rl.agent.tokens import ChatTokenizer, replay
+from terminal_rl.datasets.records import sample_records, token_rows
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "gpt": "assistant", "system": "system"}
 
@@ -71,13 +72,10 @@ def convert(path: Path, chat: ChatTokenizer, history: str) -> tuple[list[dict], 
         if reason:
             rejected.append({"episode_id": trace_id, "reason": reason})
             continue
-        describe = {"episode_id": trace_id, "task_id": str(row.get("task") or row.get("trial_name") or trace_id),
-                    "content_hash": "", "run_id": str(row.get("run_id") or ""), "origin": "terminus2", "step": -1,
-                    "split": "external", "policy": str(row.get("model") or ""), "protocol": "terminus_json",
-                    "termination": "", "score": None, "reward": None, "components": {}}
-        for i, sample in enumerate(samples):
-            prompt, response = list(sample.prompt_ids), list(sample.response_ids)
-            records.append({**describe, "history": history, "sample": i, "samples": len(samples),
-                            "messages": messages, "input_ids": prompt + response,
-                            "loss_mask": [0] * len(prompt) + list(sample.response_mask)})
+        fields = {"episode_id": trace_id, "task_id": str(row.get("task") or row.get("trial_name") or trace_id),
+                  "content_hash": "", "run_id": str(row.get("run_id") or ""), "origin": "terminus2", "step": -1,
+                  "split": "external", "policy": str(row.get("model") or ""), "protocol": "terminus_json",
+                  "termination": "", "score": None, "reward": None, "components": {}}
+        rows = token_rows((s.prompt_ids, s.response_ids, s.response_mask) for s in samples)
+        records += sample_records(fields, history, messages, rows)
     return records, rejected

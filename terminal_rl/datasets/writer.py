@@ -26,6 +26,7 @@ def write_dataset(out_dir: Path, name: str, records: list[dict], summary: str, r
     import pyarrow.parquet as pq
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    remove_dataset(out_dir, name)
     with (out_dir / f"{name}.jsonl").open("w", encoding="utf-8") as out:
         for record in records:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -35,6 +36,12 @@ def write_dataset(out_dir: Path, name: str, records: list[dict], summary: str, r
     (out_dir / f"{name}.md").write_text(CARD.format(name=name, summary=summary, count=len(records), rule=rule,
                                                     runs=", ".join(runs), fields=field_lines), encoding="utf-8")
     return out_dir / f"{name}.parquet"
+
+
+def remove_dataset(out_dir: Path, name: str) -> None:
+    """Remove an earlier build's files of dataset ``name`` (a stale parquet would be trained on)."""
+    for suffix in (".jsonl", ".parquet", ".md"):
+        (out_dir / f"{name}{suffix}").unlink(missing_ok=True)
 
 
 def _parquet_safe(value):

@@ -138,7 +138,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
             apply_environment(variables)
             start_ray(cfg, variables)
             _remove_sandboxes_on_exit(cfg, run)  # again: ray.init installed its own SIGTERM handler
-            train(cfg)
+            train(cfg, variables)
         finally:
             done.write_text("done")
             stop(ray)

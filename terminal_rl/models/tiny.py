@@ -17,6 +17,12 @@ from terminal_rl.config import compose, project_path
 SEED = 0
 
 
+def ensure_tiny_model(model_cfg) -> None:
+    """Generate the tiny model when the ``model`` preset is ``tiny`` and its folder has none yet."""
+    if model_cfg.name == "tiny":
+        make_tiny_model(project_path(model_cfg.path), dict(model_cfg.architecture))
+
+
 def make_tiny_model(out: Path, architecture: dict) -> Path:
     """Write config, safetensors weights, tokenizer and generation config to ``out`` (idempotent)."""
     import torch

@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from terminal_rl.analysis import columns, failure_modes
+from terminal_rl.analysis import columns, failure_modes, validation_score
 
 ROLLING_STEPS = 5
 
@@ -75,13 +75,13 @@ def tests(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Figure:
 
 
 def validation_scores(metrics: pd.DataFrame) -> pd.DataFrame:
-    """verl's validation test score (``val-core/<source>/acc/mean@k``) and pass rate
-    (``val-aux/<source>/pass/mean@k``), one column per source."""
+    """verl's validation test score and pass rate, one column per data source."""
     names = {}
     for column in metrics.columns:
-        parts = column.split("/")
-        if len(parts) == 4 and parts[0] in ("val-core", "val-aux") and parts[2] in ("acc", "pass"):
-            names[column] = f"{'test score' if parts[2] == 'acc' else 'pass rate'} ({parts[1]}, {parts[3]})"
+        parsed = validation_score(column)
+        if parsed:
+            source, kind, k = parsed
+            names[column] = f"{kind} ({source}, {k})"
     return metrics[list(names)].rename(columns=names)
 
 

@@ -202,11 +202,14 @@ async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
     """Run the task's tests in ``sandbox`` through the trusted verifier and score them, with the
     container's changes as the tests found it."""
     started = time.monotonic()
-    changes = await sandbox.changes()
-    changed_start_files = [path for path, data in sorted(task.files.items())
+    changed_start_files = [sandbox.files.resolve(path) for path, data in sorted(task.files.items())
                            if await sandbox.files.read_bytes_or_none(path) != data]
+    # Start files are written after the container starts, so the diff lists them all as added: only
+    # the ones the episode changed are its changes.
+    untouched = {sandbox.files.resolve(path) for path in task.files} - set(changed_start_files)
+    changes = {path: kind for path, kind in (await sandbox.changes()).items() if path not in untouched}
     job = verification_job(task, sandbox.image_env, sandbox.workdir, sandbox.capabilities)
     raw, problem = await sandbox.run_verifier(job, task.limits)
     result = score(task, job, raw, problem, time.monotonic() - started)
-    return replace(result, changes=changes, start_files_changed=[sandbox.files.resolve(p) for p in changed_start_files],
+    return replace(result, changes=changes, start_files_changed=changed_start_files,
                    reads=tests_read(raw["files"]) if raw and "files" in raw else [])

@@ -16,12 +16,12 @@ TURN = Turn(0, "<finish>\nmessage: x\n</finish>", [], [], None, None, 0.0, 0.0)
 
 
 def episode(task="t", score=1.0, policy="scripted", changes=None, reads=(), start_files_changed=(), step=-1,
-            group="g", reward=None, line=1, content_hash="h") -> Episode:
+            group="g", reward=None, line=1, content_hash="h", run="run") -> Episode:
     verification = {"score": score, "changes": changes or {}, "reads": list(reads),
                     "start_files_changed": list(start_files_changed)}
     trajectory = Trajectory(task, content_hash, "xml_yaml", policy, turns=[TURN], termination="finished",
                             verification=verification)
-    return Episode(trajectory, "run", "evaluation", step, group, score if reward is None else reward, {}, "train",
+    return Episode(trajectory, run, "evaluation", step, group, score if reward is None else reward, {}, "train",
                    line, "eval/results.jsonl")
 
 
@@ -71,6 +71,8 @@ def test_dpo_pairs_the_best_chosen_with_the_worst_rejected_within_a_task_and_ste
     pairs = select_dpo(group, chosen_min=0.9, rejected_max=0.3, max_pairs=4)
     assert [(c.line, r.line) for c, r in pairs] == [(1, 4), (2, 5)]
     assert select_dpo(group, 0.9, 0.3, max_pairs=1, excluded={"run/eval/results.jsonl#1"})[0][0].line == 2
+    other_run = [episode(score=1.0, run="a"), episode(score=0.0, run="b")]
+    assert select_dpo(other_run, 0.9, 0.3, 4) == [], "step N of two runs are different weights: never a pair"
     with pytest.raises(ValueError, match="rejected_max 0.95 must not exceed chosen_min 0.9"):
         select_dpo(group, 0.9, 0.95, 4)
 

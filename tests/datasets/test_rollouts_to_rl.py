@@ -91,6 +91,7 @@ def test_the_forged_episode_is_removed_with_its_reason(datasets):
     assert "Provider List" not in result.stdout + result.stderr, "litellm's banners stay off the console"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["by_origin"]["rollout"] > 0 and summary["removed"] == 1 and summary["prm_failures"] == {}
+    assert summary["prm_usage"]["requests"] == len({r["episode_id"] for r in prm})
     assert "1 forged-fixture episodes removed" in result.stdout
     # The parquet files load with the schema the card describes.
     assert pq.read_table(out / "sft.parquet").column_names[:3] == ["episode_id", "task_id", "content_hash"]

@@ -159,6 +159,8 @@ def test_the_record_holds_what_changed_and_what_the_tests_read(tasks, rollout):
                    for path in result.changes), "our mounts, the shell's state and the engine's init are not the agent's"
     assert "/app" not in result.changes, "a directory is listed only when nothing inside it explains its change"
     assert result.start_files_changed == ["/app/notes.txt"]
+    assert "/app/kept.txt" not in result.changes and result.changes["/app/notes.txt"] in ("added", "modified"), \
+        "start files the episode left alone are not its changes"
     assert {"/app/data.csv", "/app/parser.py"} <= set(result.reads)
     assert not any(path == "/tmp" or path.startswith("/tmp/") for path in result.reads), "no directories, no files it made"
     assert not any(path.startswith(("/tests/", "/terminal_rl/")) for path in result.reads)

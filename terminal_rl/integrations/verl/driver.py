@@ -16,9 +16,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from terminal_rl.config import project_path
 from terminal_rl.console import Console, MetricsFollower, header_lines, quiet_console, step_line, validation_line
-from terminal_rl.plot import plot_run_or_warn
+from terminal_rl.plot import plot_run
 from terminal_rl.run_context import RunContext
 
 PLUGIN = "terminal_rl.integrations.verl.plugin"
@@ -62,10 +61,9 @@ def prepare(cfg: DictConfig, console) -> None:
     from terminal_rl.tasks.prepare import prepare_task_set
     from terminal_rl.tasks.task_set import task_set_config
 
-    if cfg.model.name == "tiny":
-        from terminal_rl.models.tiny import make_tiny_model
+    from terminal_rl.models.tiny import ensure_tiny_model
 
-        make_tiny_model(project_path(cfg.model.path), dict(cfg.model.architecture))
+    ensure_tiny_model(cfg.model)
     from terminal_rl.curriculum.plot import plot_schedule
     from terminal_rl.integrations.verl.curriculum import run_schedule
 
@@ -147,10 +145,11 @@ def start_services(cfg: DictConfig) -> None:
         start_judge_actor(to_dataclass(cfg.judge, JudgeConfig), run.judge_control_dir, run.run_id)
 
 
-def train(cfg: DictConfig) -> None:
+def train(cfg: DictConfig, env: dict[str, str] | None = None) -> None:
     """Everything after preflight, in this process: the console shows the header, image preparation
-    and one line per step; everything verl, Ray and the libraries print goes to ``logs/train.log``."""
-    env = run_environment(cfg)
+    and one line per step; everything verl, Ray and the libraries print goes to ``logs/train.log``.
+    ``env``: the run's environment when the caller already started Ray with it (the Slurm head)."""
+    env = env or run_environment(cfg)
     apply_environment(env)
     run = RunContext.from_config(cfg.run)
     prepare(cfg, Console(sys.stdout))
@@ -172,7 +171,11 @@ def train(cfg: DictConfig) -> None:
         with MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, cfg)):
             run_ppo(cfg, task_runner_class=TaskRunnerV1)
         sys.stdout.flush()
-        plot_run_or_warn(run.shared_dir, console.print)
+        plot_run(run.shared_dir, warn=console.print)
+        import ray
+
+        # Inside the redirect: Ray forwards the workers' last lines while it shuts down.
+        ray.shutdown()
         for line in footer_lines(run, cfg):
             console.print(line)
 
@@ -182,11 +185,13 @@ def progress(console, cfg: DictConfig):
     from terminal_rl.integrations.verl.curriculum import run_schedule
 
     total = run_schedule(cfg.data)[1]
-    started, seen = time.monotonic(), []
+    step_seconds: list[float] = []
 
     def on_step(step: int, data: dict) -> None:
-        seen.append(step)
-        console.print(step_line(step, total, data, (time.monotonic() - started) / len(seen)))
+        # A record without a step time is validation alone (before training, or at a resume).
+        if "timing_s/step" in data:
+            step_seconds.append(float(data["timing_s/step"]))
+            console.print(step_line(step, total, data, sum(step_seconds) / len(step_seconds)))
         validation = validation_line(step, data)
         if validation:
             console.print(validation)

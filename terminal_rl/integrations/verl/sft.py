@@ -9,11 +9,9 @@ its metrics file. verl saves sharded checkpoints plus the Hugging Face model
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,14 +19,13 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import PROJECT_ROOT, project_path
-
-PLUGIN = "terminal_rl.integrations.verl.plugin"
+from terminal_rl.console import MetricsFollower
+from terminal_rl.integrations.verl.driver import PLUGIN
 
 
 @dataclass(frozen=True)
 class SFTResult:
     model: Path
-    steps: int
     losses: list[float]
     log: Path
 
@@ -45,12 +42,14 @@ def check_inputs(cfg: DictConfig) -> None:
     if missing:
         raise FileNotFoundError(f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets build "
                                 f"run.id=...` or point verl.data.train_files at sft.parquet files")
-    if not (project_path(cfg.verl.model.path) / "config.json").is_file():
-        raise FileNotFoundError(f"model.path {cfg.verl.model.path} has no config.json (a Hugging Face model folder)")
+    model = project_path(cfg.verl.model.path)
+    if model.exists() and not (model / "config.json").is_file():
+        raise FileNotFoundError(f"model.path {model} has no config.json (a Hugging Face model folder)")
 
 
 def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
-    """Run verl's SFT trainer to the end; ``echo`` gets one line per step."""
+    """Run verl's SFT trainer to the end; ``echo`` gets one line per step. A model path that is not a
+    local folder goes to verl as it is (a Hub id)."""
     check_inputs(cfg)
     out.mkdir(parents=True, exist_ok=True)
     config_file, metrics, log = out / "verl_sft.yaml", out / "metrics.jsonl", out / "train.log"
@@ -64,30 +63,26 @@ def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
                f"--config-path={out.resolve()}", f"--config-name={config_file.stem}"]
     metrics.unlink(missing_ok=True)
     losses: list[float] = []
-    with log.open("w", encoding="utf-8") as output:
+
+    def on_step(step: int, data: dict) -> None:
+        if "train/loss" in data:
+            losses.append(data["train/loss"])
+            echo(f"sft step {step}: loss {data['train/loss']:.4f}  grad norm {data.get('train/grad_norm', 0):.3f}  "
+                 f"lr {data.get('train/lr', 0):.2e}  tokens {int(data.get('train/global_tokens', 0))}")
+
+    with log.open("w", encoding="utf-8") as output, MetricsFollower(metrics, on_step):
         process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
-        while process.poll() is None:
-            time.sleep(1)
-            losses = _follow(metrics, losses, echo)
-    losses = _follow(metrics, losses, echo)
+        try:
+            process.wait()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     if process.returncode != 0:
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
         raise RuntimeError(f"verl's SFT trainer exited with {process.returncode}; full output: {log}\n{tail}")
     model = _link_last_model(project_path(cfg.verl.trainer.default_local_dir), out / "model")
-    return SFTResult(model, len(losses), losses, log)
-
-
-def _follow(metrics: Path, seen: list[float], echo) -> list[float]:
-    """Losses logged so far; echoes the new steps."""
-    if not metrics.is_file():
-        return seen
-    lines = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
-    steps = [line for line in lines if "train/loss" in line["data"]]
-    for line in steps[len(seen):]:
-        data = line["data"]
-        echo(f"sft step {line['step']}: loss {data['train/loss']:.4f}  grad norm {data.get('train/grad_norm', 0):.3f}"
-             f"  lr {data.get('train/lr', 0):.2e}  tokens {int(data.get('train/global_tokens', 0))}")
-    return [line["data"]["train/loss"] for line in steps]
+    return SFTResult(model, losses, log)
 
 
 def _link_last_model(checkpoints: Path, link: Path) -> Path:

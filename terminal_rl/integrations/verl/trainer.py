@@ -23,7 +23,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from terminal_rl.integrations.verl.curriculum import run_curriculum
 from terminal_rl.integrations.verl.services import ledger
-from terminal_rl.plot import plot_run_or_warn
+from terminal_rl.plot import plot_run
 
 # reward_extra_info key prefix -> metric name prefix
 _PREFIXES = {"component_": "reward/{}/mean", "weight_": "reward/weight/{}", "end_": "rollout/ended/{}",
@@ -88,7 +88,7 @@ class TerminalTrainer(PPOTrainerSync):
         folder.mkdir(parents=True, exist_ok=True)
         run_curriculum(self.config.data).save(folder)
         super()._save_checkpoint()
-        plot_run_or_warn(Path(self.config.trainer.default_local_dir).parent)
+        plot_run(Path(self.config.trainer.default_local_dir).parent, warn=print)
 
     def _load_checkpoint(self):
         super()._load_checkpoint()
