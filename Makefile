@@ -10,8 +10,9 @@ INSTALLED := $(VENV)/.installed-cpu
 run: install services
 	$(PYTHON) -m terminal_rl.train hardware=cpu model=tiny $(ARGS)
 
+# Two workers, one per core: tests sharing a run stay in one worker (tests/conftest.py).
 test: install services
-	$(PYTHON) -m pytest $(ARGS)
+	$(PYTHON) -m pytest -n 2 --dist loadgroup $(ARGS)
 
 # Docker daemon (started when none answers) and the offline base images.
 services: install

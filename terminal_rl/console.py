@@ -19,20 +19,33 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from rich.console import Console as RichConsole
+
 from terminal_rl.analysis import validation_score
+from terminal_rl.run_context import RunContext
 
 
 # Starts each launch's part of the log file (a resumed run appends to it).
 LAUNCH_MARKER = "==== terminal_rl launch"
 
 
-def header_lines(run_id: str, run_dir: Path, task_counts: dict[str, dict[str, int]], settings: dict,
-                 total_steps: int) -> list[str]:
-    """The run in a few lines (pure): what trains on what, with which reward, curriculum and filter.
-    ``settings``: the composed config's ``task_set``, ``model``, ``hardware``, ``reward_mix``,
-    ``curriculum`` and ``data_filter`` (plain dicts)."""
+def app_header(app: str, run_id: str, run_dir: Path, rows: list[tuple[str, str]]) -> list[str]:
+    """Every app's header (pure): the app, its run and directory, then one ``name  value`` line per row."""
+    return [f"terminal_rl {app}  run {run_id}  ->  {run_dir}", *(f"  {name:<11} {value}" for name, value in rows)]
+
+
+def task_counts(source: str | Path, counts: dict[str, dict[str, int]]) -> str:
+    """``source: split N (n difficulty / ...), ...`` (pure); ``counts``: split -> difficulty -> tasks."""
     splits = ", ".join(f"{split} {sum(c.values())} (" + " / ".join(f"{n} {d}" for d, n in c.items() if n) + ")"
-                       for split, c in task_counts.items())
+                       for split, c in counts.items())
+    return f"{Path(source).name}: {splits}"
+
+
+def header_lines(run_id: str, run_dir: Path, task_counts_by_split: dict[str, dict[str, int]], settings: dict,
+                 total_steps: int) -> list[str]:
+    """The training run in a few lines (pure): what trains on what, with which reward, curriculum and
+    filter. ``settings``: the composed config's ``task_set``, ``model``, ``hardware``, ``reward_mix``,
+    ``curriculum``, ``data_filter`` and ``algorithm`` (plain dicts)."""
     mix = " + ".join(f"{name} {weight:g}" for name, weight in settings["reward_mix"]["weights"].items())
     curriculum = settings["curriculum"]
     stages = [stage["name"] for stage in curriculum.get("stages", [])]
@@ -40,15 +53,19 @@ def header_lines(run_id: str, run_dir: Path, task_counts: dict[str, dict[str, in
              if "judge_weights" in stage]
     if judge and max(judge) > 0:
         mix = f"tests + judge, the judge's weight set by the curriculum ({judge[0]:g} in the first stage, {judge[-1]:g} last)"
-    hardware = settings["hardware"]
-    return [f"terminal_rl train  run {run_id}  ->  {run_dir}",
-            f"  tasks       {Path(settings['task_set']['path']).name}: {splits}",
-            f"  model       {settings['model']['name']} on {hardware['name']} ({hardware['nodes']} node(s) x "
-            f"{hardware['gpus_per_node']} {'GPU' if hardware['device'] == 'cuda' else hardware['device']}), "
-            f"{total_steps} steps",
-            f"  reward      {mix}",
-            f"  curriculum  {curriculum['kind']}" + (f" ({' -> '.join(stages)})" if stages else "")
-            + f"   filter {settings['data_filter']['kind']}"]
+    hardware, lora, algorithm = settings["hardware"], settings["model"].get("lora", {}), settings.get("algorithm", {})
+    algorithm = (f"{algorithm.get('adv_estimator', 'grpo')}"
+                 + ("" if algorithm.get("norm_adv_by_std_in_grpo", True) else " (not divided by the group's std)")
+                 + (f", LoRA rank {lora['rank']} alpha {lora['alpha']}" if lora.get("rank") else ", full fine-tuning"))
+    return app_header("train", run_id, run_dir, [
+        ("tasks", task_counts(settings["task_set"]["path"], task_counts_by_split)),
+        ("model", f"{settings['model']['name']} on {hardware['name']} ({hardware['nodes']} node(s) x "
+                  f"{hardware['gpus_per_node']} {'GPU' if hardware['device'] == 'cuda' else hardware['device']}), "
+                  f"{total_steps} steps"),
+        ("algorithm", algorithm),
+        ("reward", mix),
+        ("curriculum", f"{curriculum['kind']}" + (f" ({' -> '.join(stages)})" if stages else "")
+         + f"   filter {settings['data_filter']['kind']}")])
 
 
 def _eta(seconds: float) -> str:
@@ -121,15 +138,16 @@ class MetricsFollower:
 
 
 class Console:
-    """Lines for the user's terminal, whatever the process's stdout has been pointed at."""
+    """Lines for the user's terminal, whatever the process's stdout has been pointed at; ``rich`` draws
+    tables and progress bars on the same stream. ``log_file``: where everything else goes (None when
+    verbose)."""
 
-    def __init__(self, stream):
-        self._stream, self._lock = stream, threading.Lock()
+    def __init__(self, stream, log_file: Path | None = None):
+        self.rich = RichConsole(file=stream, soft_wrap=True, highlight=False, emoji=False)
+        self.log_file = log_file
 
     def print(self, line: str = "") -> None:
-        with self._lock:
-            self._stream.write(line + "\n")
-            self._stream.flush()
+        self.rich.print(line, markup=False)
 
 
 @contextlib.contextmanager
@@ -145,7 +163,7 @@ def quiet_console(log_file: Path, verbose: bool) -> Iterator[Console]:
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    console = Console(os.fdopen(os.dup(saved[0]), "w", encoding="utf-8", errors="replace"))
+    console = Console(os.fdopen(os.dup(saved[0]), "w", encoding="utf-8", errors="replace"), log_file)
     log = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -173,3 +191,19 @@ def quiet_console(log_file: Path, verbose: bool) -> Iterator[Console]:
         console.print(f"error: {type(failure).__name__}: {message[-1] if message else ''}")
         console.print(f"full output and traceback: {log_file}")
         raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def app_console(app: str, run: RunContext, verbose: bool) -> Iterator[Console]:
+    """``quiet_console`` for one app of a run: everything the libraries print goes to
+    ``<run logs>/<app>.log``."""
+    with quiet_console(run.log_dir / f"{app}.log", verbose) as console:
+        yield console
+
+
+def print_header(console: Console, app: str, run: RunContext, rows: list[tuple[str, str]]) -> None:
+    """The app's header on the console, ending with where its log is."""
+    if console.log_file is not None:
+        rows = [*rows, ("log", f"{console.log_file}  (verbose=true shows it here)")]
+    for line in app_header(app, run.run_id, run.shared_dir, rows):
+        console.print(line)

@@ -1,7 +1,7 @@
 """Evaluate a policy on a task set (Hydra app).
 
     python -m terminal_rl.evaluate policy=litellm policy.model=openai/qwen3-8b attempts=4
-    python -m terminal_rl.evaluate policy=oracle task_set=tbrl
+    python -m terminal_rl.evaluate policy=oracle task_set.format=harbor task_set.path=DIR   validate a task set
     python -m terminal_rl.evaluate agent=terminus_json policy=token policy.tokenizer=/ckpt/hf
     python -m terminal_rl.evaluate policy=token serve=vllm serve.model=outputs/RUN/hf/global_step_200 \
         launcher=slurm hardware=h100_8x serve.tensor_parallel=8       a trained checkpoint, served in the job
@@ -11,18 +11,23 @@ Writes one trajectory per line to ``results_file`` (reruns resume) and a summary
 
 from __future__ import annotations
 
+from collections import Counter
+
 import hydra
 from omegaconf import DictConfig
-from rich.console import Console
 
 from terminal_rl.agent.config import AgentConfig
-from terminal_rl.agent.evaluation import EvaluationPlan, evaluate, print_summary, read_results, summarize, write_summary
+from terminal_rl.agent.evaluation import (EvaluationPlan, build_images, evaluate, pending_pairs, print_summary,
+                                          read_results, summarize, write_summary)
 from terminal_rl.agent.policies import make_policy
 from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.config import project_path
+from terminal_rl.console import Console, print_header, task_counts
 from terminal_rl.run_context import RunContext
+from terminal_rl.sandbox.build_report import failure_line
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory
+from terminal_rl.tasks.model import Difficulty
 from terminal_rl.tasks.splits import split_by_difficulty
 from terminal_rl.tasks.task_set import load_task_set, task_set_config
 from terminal_rl.tasks.validation import validate_tasks
@@ -43,15 +48,47 @@ def select_tasks(cfg: DictConfig):
     return tasks
 
 
-async def run(cfg: DictConfig) -> dict:
-    console = Console()
-    plan = EvaluationPlan(select_tasks(cfg), cfg.attempts, cfg.concurrency, project_path(cfg.results_file))
+def header_rows(cfg: DictConfig, tasks: list, policy) -> list[tuple[str, str]]:
+    """The header's tasks, policy and agent lines (shared with the filter app)."""
+    counted = Counter(task.difficulty for task in tasks)
+    counts = {level.value: counted[level] for level in Difficulty if counted[level]}
+    return [("tasks", task_counts(cfg.task_set.path, {cfg.split: counts})),
+            ("policy", policy.name if policy is not None else "oracle: each task's own solution script"),
+            ("agent", f"protocol {cfg.agent.protocol}, history {cfg.agent.history}")]
+
+
+async def run_plan(plan: EvaluationPlan, factory: SandboxFactory, cfg: DictConfig, policy, console: Console) -> None:
+    """The plan's pending episodes: their task images first, then the episodes, each with a progress bar."""
     agent = AgentConfig.from_node(cfg.agent)
-    policy = None if cfg.policy.kind == "oracle" else make_policy(cfg.policy, agent.history)
-    async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
-        await evaluate(plan, factory, make_protocol(agent.protocol), policy, agent.limits, console)
+    # Beside the results: a training run's own image report (the tasks it parks) stays its own.
+    report = plan.results_file.with_name("image_builds.json")
+    needed = list({task.id: task for task, _ in pending_pairs(plan)}.values())
+    for outcome in await build_images(needed, factory, report, factory.config.build.jobs, console.rich):
+        console.print(f"{failure_line(outcome)}; its episodes end as sandbox errors; see {report}")
+    await evaluate(plan, factory, make_protocol(agent.protocol), policy, agent.limits, console.rich)
+
+
+async def run(cfg: DictConfig, console: Console) -> dict:
+    tasks = select_tasks(cfg)
+    plan = EvaluationPlan(tasks, cfg.attempts, cfg.concurrency, project_path(cfg.results_file))
+    policy = None if cfg.policy.kind == "oracle" else make_policy(cfg.policy, AgentConfig.from_node(cfg.agent).history)
+    run_context = RunContext.from_config(cfg.run)
+    print_header(console, "evaluate", run_context, [
+        *header_rows(cfg, tasks, policy), ("attempts", f"{cfg.attempts} per task, {cfg.concurrency} episodes at once"),
+        ("results", str(plan.results_file))])
+    if policy is None:
+        unsolved = [task.id for task in tasks if task.solution is None]
+        if unsolved and len(unsolved) == len(tasks):
+            raise ValueError(f"policy=oracle runs each task's solution script, and none of the {len(tasks)} tasks of "
+                             f"task_set {cfg.task_set.path} has one (the Terminal-Bench-RL CSV ships none); "
+                             "evaluate a Harbor or Terminal-Bench task set, or choose another policy")
+        if unsolved:
+            console.print(f"{len(unsolved)} of {len(tasks)} tasks have no solution script and score nothing "
+                          f"(e.g. {', '.join(unsolved[:3])})")
+    async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), run_context) as factory:
+        await run_plan(plan, factory, cfg, policy, console)
     summary = summarize(read_results(plan.results_file))
-    print_summary(summary, console)
+    print_summary(summary, console.rich)
     write_summary(summary, plan.results_file.with_name("summary.json"))
     console.print(f"results: {plan.results_file}")
     return summary

@@ -2,6 +2,7 @@
 
     python -m terminal_rl.export run.id=20261129-101500                  latest checkpoint
     python -m terminal_rl.export run.id=20261129-101500 step=200 upload.repo_id=my-lab/agent   and push it
+    python -m terminal_rl.export run.id=20261129-101500 source=sft        the SFT run's latest checkpoint
 
 The folder (weights as safetensors, config, tokenizer with the chat template) is what
 ``policy=token policy.tokenizer=<folder>`` and the vLLM server of ``evaluate launcher=slurm`` take.
@@ -36,13 +37,17 @@ def main(cfg: DictConfig) -> None:
     from terminal_rl.integrations.verl.export import merge_checkpoint
 
     run = RunContext.from_config(cfg.run)
-    checkpoints = run.shared_dir / "checkpoints"
+    if cfg.source not in ("rl", "sft"):
+        sys.exit(f"export: source={cfg.source!r} is not one of rl, sft")
+    root = run.shared_dir if cfg.source == "rl" else run.shared_dir / "sft"
+    checkpoints = root / "checkpoints"
     try:
         step = checkpoint_step(checkpoints, cfg.step)
     except FileNotFoundError as error:
         sys.exit(f"export: {error}")
-    target = project_path(cfg.target_dir) if cfg.target_dir else run.shared_dir / "hf" / f"global_step_{step}"
-    merge_checkpoint(checkpoints / f"global_step_{step}" / "actor", target, cfg.upload.repo_id or None,
+    target = project_path(cfg.target_dir) if cfg.target_dir else root / "hf" / f"global_step_{step}"
+    folder = checkpoints / f"global_step_{step}"
+    merge_checkpoint(folder / "actor" if cfg.source == "rl" else folder, target, cfg.upload.repo_id or None,
                      cfg.upload.private)
     print(f"exported step {step} of run {run.run_id} to {target}"
           + (f" and uploaded it to {cfg.upload.repo_id}" if cfg.upload.repo_id else ""))

@@ -16,16 +16,15 @@ import time
 
 import hydra
 from omegaconf import DictConfig
-from rich.console import Console
 from rich.table import Table
 
 from terminal_rl.agent.config import AgentConfig
-from terminal_rl.agent.evaluation import EvaluationPlan, evaluate, read_results
+from terminal_rl.agent.evaluation import EvaluationPlan, read_results
 from terminal_rl.agent.policies import make_policy
-from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.trajectory import Termination
 from terminal_rl.config import project_path
-from terminal_rl.evaluate import select_tasks
+from terminal_rl.console import Console, print_header
+from terminal_rl.evaluate import header_rows, run_plan, select_tasks
 from terminal_rl.filtering.keep_list import write_keep_list
 from terminal_rl.filtering.pass_rate import decide, summary
 from terminal_rl.run_context import RunContext
@@ -43,18 +42,22 @@ async def noop_baseline(task, factory: SandboxFactory) -> float | None:
         return None
 
 
-async def run(cfg: DictConfig) -> dict:
-    console = Console()
+async def run(cfg: DictConfig, console: Console) -> dict:
     tasks = select_tasks(cfg)
     k = int(cfg.data_filter.attempts)
-    agent = AgentConfig.from_node(cfg.agent)
-    policy = make_policy(cfg.policy, agent.history)
+    policy = make_policy(cfg.policy, AgentConfig.from_node(cfg.agent).history)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", policy.name)
     results = project_path(cfg.run.output_root) / "filters" / "pass_rate" / f"{slug}-k{k}.jsonl"
+    run_context = RunContext.from_config(cfg.run)
+    keep_list = project_path(cfg.data_filter.keep_list)
+    print_header(console, "filter", run_context, [
+        *header_rows(cfg, tasks, policy),
+        ("keeps", f"tasks whose mean score over k={k} attempts is in [{cfg.data_filter.min_mean}, "
+                  f"{cfg.data_filter.max_mean}], {cfg.concurrency} episodes at once"),
+        ("keep-list", str(keep_list))])
     started = time.monotonic()
-    async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
-        await evaluate(EvaluationPlan(tasks, k, cfg.concurrency, results), factory, make_protocol(agent.protocol),
-                       policy, agent.limits, console)
+    async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), run_context) as factory:
+        await run_plan(EvaluationPlan(tasks, k, cfg.concurrency, results), factory, cfg, policy, console)
         baselines = {task.id: await noop_baseline(task, factory) for task in tasks}
     hashes = {task.id: task.content_hash for task in tasks}
     attempts: dict[str, list[float]] = {task.id: [] for task in tasks}
@@ -66,7 +69,7 @@ async def run(cfg: DictConfig) -> dict:
             durations.append(trajectory.duration_sec)
     verdicts = [decide(t, s, baselines[t], cfg.data_filter.min_mean, cfg.data_filter.max_mean) for t, s in attempts.items()]
     figures = summary(verdicts, sum(durations) / len(durations) if durations else 0.0)
-    write_keep_list(project_path(cfg.data_filter.keep_list), [v.task_id for v in verdicts if v.keep],
+    write_keep_list(keep_list, [v.task_id for v in verdicts if v.keep],
                     {v.task_id: v.reason for v in verdicts if not v.keep},
                     {"policy": policy.name, "attempts": k, "summary": dict(figures),
                      "tasks": {v.task_id: {"scores": list(v.scores), "noop_baseline": v.baseline} for v in verdicts}})
@@ -76,10 +79,10 @@ async def run(cfg: DictConfig) -> dict:
     for v in verdicts:
         table.add_row(v.task_id, " ".join(f"{s:.2f}" for s in v.scores), "-" if v.baseline is None else f"{v.baseline:.2f}",
                       "yes" if v.keep else "no", v.reason)
-    console.print(table)
+    console.rich.print(table)
     console.print(f"kept {figures['kept']}/{figures['tasks']}; training skips {figures['saved_fraction']:.0%} of its "
                   f"rollouts (about that share of rollout GPU time); filter took {time.monotonic() - started:.0f}s; "
-                  f"keep-list: {project_path(cfg.data_filter.keep_list)}")
+                  f"keep-list: {keep_list}")
     return dict(figures)
 
 

@@ -17,9 +17,10 @@ from collections import Counter
 
 import hydra
 from omegaconf import DictConfig
-from rich.console import Console
 
 from terminal_rl.config import project_path
+from terminal_rl.console import Console, app_console, print_header
+from terminal_rl.run_context import RunContext
 
 
 def procedural(cfg: DictConfig, console: Console) -> dict:
@@ -53,7 +54,6 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     from terminal_rl.agent.policies.json_chat import JsonChat
     from terminal_rl.generation.pipeline import Pipeline, SolveFilter
     from terminal_rl.generation.report import funnel, print_funnel
-    from terminal_rl.run_context import RunContext
     from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.sandbox import SandboxFactory
 
@@ -67,27 +67,38 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
                          work_dir / "solve" / "results.jsonl")
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
         pipeline = Pipeline(config, store, JsonChat(config.llm, config.max_tokens), factory, solver,
-                            project_path(cfg.output_dir), console)
+                            project_path(cfg.output_dir), console.rich)
         await pipeline.run(candidates)
     report = funnel(candidates, pipeline.stage_seconds)
     (work_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print_funnel(report, console)
+    print_funnel(report, console.rich)
     console.print(f"accepted tasks: {project_path(cfg.output_dir)}; report: {work_dir / 'report.json'}")
     return report
 
 
-def run(cfg: DictConfig) -> dict:
-    console = Console()
+def header_rows(cfg: DictConfig) -> list[tuple[str, str]]:
+    if cfg.source == "procedural":
+        return [("source", f"procedural: {cfg.family} famil{'ies' if cfg.family == 'all' else 'y'}, {cfg.count} tasks "
+                           f"each over levels {', '.join(cfg.levels)}, seed {cfg.seed}"),
+                ("output", str(project_path(cfg.output_dir)))]
+    return [("source", f"llm: {cfg.generator.candidates} candidates from {cfg.generator.llm.model}, seed {cfg.seed}"),
+            ("solver", f"{cfg.policy.kind} {cfg.policy.get('model', '')}, {cfg.generator.solve_attempts} attempts per task"),
+            ("output", f"{project_path(cfg.output_dir)}  (work dir {project_path(cfg.work_dir)})")]
+
+
+def run(cfg: DictConfig, console: Console) -> dict:
+    if cfg.source not in ("procedural", "llm"):
+        raise ValueError(f"source={cfg.source!r} is not one of procedural, llm")
+    print_header(console, "generate", RunContext.from_config(cfg.run), header_rows(cfg))
     if cfg.source == "procedural":
         return procedural(cfg, console)
-    if cfg.source == "llm":
-        return asyncio.run(llm_pipeline(cfg, console))
-    raise ValueError(f"source={cfg.source!r} is not one of procedural, llm")
+    return asyncio.run(llm_pipeline(cfg, console))
 
 
 @hydra.main(config_path="../conf", config_name="generate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run(cfg)
+    with app_console("generate", RunContext.from_config(cfg.run), bool(cfg.verbose)) as console:
+        run(cfg, console)
 
 
 if __name__ == "__main__":

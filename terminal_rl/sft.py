@@ -14,17 +14,26 @@ from omegaconf import DictConfig
 @hydra.main(config_path="../conf", config_name="sft", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from terminal_rl.config import project_path
+    from terminal_rl.console import app_console, print_header
     from terminal_rl.integrations.verl.sft import run_sft
     from terminal_rl.models.tiny import ensure_tiny_model
+    from terminal_rl.run_context import RunContext
 
-    ensure_tiny_model(cfg.model)
-    out = project_path(cfg.output_dir)
-    print(f"SFT {cfg.model.name} on {cfg.hardware.name}: {list(cfg.verl.data.train_files)} -> {out}")
-    result = run_sft(cfg, out)
-    trained = (f"{len(result.losses)} steps, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}" if result.losses
-               else "no new steps (the checkpoint in verl.trainer.default_local_dir had finished)")
-    print(f"SFT done: {trained}\nmodel: {result.model}  (python -m terminal_rl.train model.path={result.model} ...)\n"
-          f"log: {result.log}")
+    run, out = RunContext.from_config(cfg.run), project_path(cfg.output_dir)
+    trainer, lora = cfg.verl.trainer, cfg.model.lora
+    length = f"{trainer.total_training_steps} steps" if trainer.total_training_steps else f"{trainer.total_epochs} epochs"
+    with app_console("sft", run, bool(cfg.verbose)) as console:
+        print_header(console, "sft", run, [
+            ("data", ", ".join(str(project_path(f)) for f in cfg.verl.data.train_files)),
+            ("model", f"{cfg.model.name} on {cfg.hardware.name}, {length}, lr {cfg.verl.optim.lr:g}"
+                      + (f", LoRA rank {lora.rank} alpha {lora.alpha}" if lora.rank else "")),
+            ("output", f"{out}  (verl's output: {out / 'train.log'})")])
+        ensure_tiny_model(cfg.model)
+        result = run_sft(cfg, out, echo=console.print)
+        trained = (f"{len(result.losses)} steps, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}"
+                   if result.losses else "no new steps (the checkpoint in verl.trainer.default_local_dir had finished)")
+        console.print(f"SFT done: {trained}")
+        console.print(f"model: {result.model}  (python -m terminal_rl.train model.path={result.model} ...)")
 
 
 if __name__ == "__main__":

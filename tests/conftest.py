@@ -79,6 +79,33 @@ def tb1_fixture() -> Path:
     return FIXTURES / "tb1" / "fix-greeting"
 
 
+# Groups that hold one long shared run, scheduled first so the other worker fills in around them.
+LONG_GROUPS = ("cpu_run", "slurm", "main_command")
+
+
+def pytest_itemcollected(item):
+    """``make test`` runs on both cores (pytest-xdist, ``--dist loadgroup``), and a worker builds its
+    own session and module fixtures: every test of a module runs in one worker, and so does every
+    test of the shared CPU run (``cpu_run``) and of the Slurm cluster, whatever module it is in. A
+    module may name its group itself. (Set as each test is collected: xdist reads the groups into the
+    test ids in its own ``pytest_collection_modifyitems``.)"""
+    if item.get_closest_marker("xdist_group"):
+        return
+    if "cpu_run" in item.fixturenames:
+        group = "cpu_run"
+    elif item.get_closest_marker("slurm"):
+        group = "slurm"
+    else:
+        group = item.nodeid.split("::")[0]
+    item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long groups first, so the other worker fills in around them."""
+    order = {group: rank for rank, group in enumerate(LONG_GROUPS)}
+    items.sort(key=lambda item: order.get(item.get_closest_marker("xdist_group").args[0], len(order)))
+
+
 def pytest_generate_tests(metafunc):
     """Tests marked ``both_engines`` run against dockerd and podman; the others against dockerd."""
     if "engine" in metafunc.fixturenames:

@@ -5,14 +5,10 @@ Serves ``POST /v1/chat/completions`` (text), ``POST /v1/completions`` (token ids
 function, gets ``replies(request_body)``. A reply may be a ``Fault``: an HTTP error status, or a
 delay longer than the client's timeout.
 
-``/v1/completions`` speaks vLLM 0.24's schema, read from its wheel
-(``vllm/entrypoints/openai/completion/protocol.py``): ``CompletionResponse`` (l. 519-532) with
-``CompletionResponseChoice`` (l. 491-516) whose ``token_ids`` / ``prompt_token_ids`` are set only
-when the request asks ``return_token_ids`` (``completion/serving.py`` l. 564-569), ``logprobs`` as
-``CompletionLogProbs`` (l. 484-488) one entry per generated id when the request asks ``logprobs``,
-``usage`` counted from the ids (``serving.py`` l. 574-582); errors are ``ErrorResponse``
-``{"error": {message, type, param, code}}`` with the HTTP status ``code`` (``engine/protocol.py``
-l. 60-68).
+``/v1/completions`` speaks vLLM 0.24's schema, read from its wheel, through the same
+``completion_response`` as our CPU server (``terminal_rl/models/serve.py``, where the vLLM lines are
+cited); errors are ``ErrorResponse`` ``{"error": {message, type, param, code}}`` with the HTTP status
+``code`` (``engine/protocol.py`` l. 60-68).
 """
 
 from __future__ import annotations
@@ -24,6 +20,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
 from typing import Any
+
+from terminal_rl.models.serve import completion_response
 
 
 @dataclass(frozen=True)
@@ -101,25 +99,4 @@ class FakeLLMServer:
                     "model": body.get("model", "test"), "usage": usage,
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": reply}}]}
-        return completion_response(body, list(reply))
-
-
-def completion_response(body: dict, token_ids: list[int]) -> dict:
-    """vLLM's non-streaming ``CompletionResponse`` for a token-id prompt (see the module docstring)."""
-    prompt, wants_ids = list(body["prompt"]), bool(body.get("return_token_ids"))
-    logprobs = None
-    if body.get("logprobs") is not None:
-        values = [-0.5] * len(token_ids)
-        tokens = [f"token_id:{t}" for t in token_ids]
-        logprobs = {"text_offset": [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))],
-                    "token_logprobs": values, "tokens": tokens,
-                    "top_logprobs": [{token: value} for token, value in zip(tokens, values)]}
-    finish = "length" if len(token_ids) >= int(body.get("max_tokens") or 16) else "stop"
-    choice = {"index": 0, "text": "", "logprobs": logprobs, "finish_reason": finish, "stop_reason": None,
-              "token_ids": token_ids if wants_ids else None, "prompt_logprobs": None,
-              "prompt_token_ids": prompt if wants_ids else None, "routed_experts": None}
-    return {"id": "cmpl-test", "object": "text_completion", "created": int(time.time()),
-            "model": body.get("model", "test"), "choices": [choice], "service_tier": None,
-            "system_fingerprint": None, "kv_transfer_params": None,
-            "usage": {"prompt_tokens": len(prompt), "total_tokens": len(prompt) + len(token_ids),
-                      "completion_tokens": len(token_ids), "prompt_tokens_details": None}}
+        return completion_response(body, list(reply), [-0.5] * len(reply))

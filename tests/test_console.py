@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from terminal_rl.config import PROJECT_ROOT
-from terminal_rl.console import MetricsFollower, header_lines, step_line, validation_line
+from terminal_rl.console import MetricsFollower, app_header, header_lines, step_line, task_counts, validation_line
 
 SETTINGS = {"task_set": {"path": "../shared/datasets/terminal_bench_rl.csv"}, "model": {"name": "qwen3_32b"},
             "hardware": {"name": "h100_4x8", "nodes": 4, "gpus_per_node": 8, "device": "cuda"},
@@ -26,10 +26,24 @@ def test_the_header_names_what_trains_on_what():
     assert lines[0] == "terminal_rl train  run r1  ->  /runs/r1"
     assert "terminal_bench_rl.csv: train 15 (10 easy / 5 hard), val 2 (1 easy / 1 hard)" in lines[1]
     assert "qwen3_32b on h100_4x8 (4 node(s) x 8 GPU), 1470 steps" in lines[2]
-    assert "staged (process -> tests_only)   filter online_variance" in lines[4]
-    assert lines[3].endswith("tests + judge, the judge's weight set by the curriculum (0.5 in the first stage, 0 last)")
+    assert lines[3] == "  algorithm   grpo, full fine-tuning"
+    assert "staged (process -> tests_only)   filter online_variance" in lines[5]
+    assert lines[4].endswith("tests + judge, the judge's weight set by the curriculum (0.5 in the first stage, 0 last)")
     fixed = header_lines("r1", Path("/runs/r1"), counts, {**SETTINGS, "curriculum": {"kind": "none"}}, 10)
-    assert fixed[3].endswith("reward      tests 0.65 + judge 0.35") and fixed[4].endswith("none   filter online_variance")
+    assert fixed[4].endswith("reward      tests 0.65 + judge 0.35") and fixed[5].endswith("none   filter online_variance")
+    lora = header_lines("r1", Path("/runs/r1"), counts, {**SETTINGS, "model": {"name": "tiny", "lora": {"rank": 8, "alpha": 16}},
+                                                         "algorithm": {"adv_estimator": "mt_grpo"}}, 10)
+    assert lora[3] == "  algorithm   mt_grpo, LoRA rank 8 alpha 16"
+    dr = header_lines("r1", Path("/runs/r1"), counts, {**SETTINGS, "algorithm": {"adv_estimator": "grpo",
+                                                                               "norm_adv_by_std_in_grpo": False}}, 10)
+    assert dr[3] == "  algorithm   grpo (not divided by the group's std), full fine-tuning"
+
+
+def test_every_app_header_lines_up_its_settings_under_the_run():
+    lines = app_header("evaluate", "r2", Path("/runs/r2"), [("tasks", task_counts("/data/set.csv", {"all": {"easy": 2}})),
+                                                           ("policy", "oracle")])
+    assert lines == ["terminal_rl evaluate  run r2  ->  /runs/r2", "  tasks       set.csv: all 2 (2 easy)",
+                     "  policy      oracle"]
 
 
 def test_a_step_line_has_progress_eta_and_the_step_figures():

@@ -24,6 +24,7 @@ from terminal_rl.agent.policies.base import Policy
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.agent.runner import run_episode
 from terminal_rl.agent.trajectory import Termination, Trajectory
+from terminal_rl.sandbox.build_report import BuildOutcome, build_all, build_progress
 from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.sandbox.verifier import verify
 from terminal_rl.tasks.model import Task
@@ -50,6 +51,15 @@ def read_results(path: Path) -> list[Trajectory]:
     if not path.is_file():
         return []
     return [Trajectory.from_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+async def build_images(tasks: list[Task], factory: SandboxFactory, report_path: Path, jobs: int,
+                       console: Console) -> list[BuildOutcome]:
+    """Build the tasks' images before any episode, with a progress bar; returns the failures (their
+    episodes end as sandbox errors at once: a failed build is not tried again)."""
+    with build_progress(console, len(tasks)) as advance:
+        outcomes = await build_all(factory.images, tasks, report_path, jobs, advance)
+    return [o for o in outcomes if not o.ok]
 
 
 async def evaluate(plan: EvaluationPlan, factory: SandboxFactory, protocol: ActionProtocol, policy: Policy | None,

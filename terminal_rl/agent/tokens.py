@@ -143,6 +143,8 @@ class TokenSample:
     # The weights versions (verl's global step) that wrote the first and the last model turn here.
     first_version: int | None = None
     last_version: int | None = None
+    # Each model turn's [start, end) in response positions (the model's tokens, as generated).
+    turn_spans: list[tuple[int, int]] = field(default_factory=list)
 
     def add(self, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
         """Append ``ids`` with loss mask ``mask``; the model's tokens (mask 1) bring their log-probs."""
@@ -159,7 +161,9 @@ class TokenSample:
                        eos_id: int) -> None:
         """The model's tokens as generated; a turn cut off by the token cap is closed with the
         end-of-turn token (mask 0: the model did not write it)."""
+        start = len(self.response_ids)
         self.add(list(token_ids), 1, logprobs)
+        self.turn_spans.append((start, len(self.response_ids)))
         if not token_ids or token_ids[-1] != eos_id:
             self.add([eos_id], 0)
         if version is not None:

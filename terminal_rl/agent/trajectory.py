@@ -23,6 +23,11 @@ class Termination(StrEnum):
     def infrastructure(self) -> bool:
         return self in (Termination.SANDBOX_ERROR, Termination.POLICY_ERROR)
 
+    @property
+    def truncated(self) -> bool:
+        """The episode was cut off, not ended by the agent (``credit.mask_truncated`` drops its loss)."""
+        return self in (Termination.MAX_TURNS, Termination.CONTEXT_EXHAUSTED)
+
 
 @dataclass
 class Turn:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import httpx
 from omegaconf import DictConfig, OmegaConf
 
+from terminal_rl.console import Console, app_console
 from terminal_rl.run_context import RunContext
 
 APPS = ("evaluate", "filter")
@@ -37,8 +38,8 @@ def run_app(app: str, cfg: DictConfig) -> dict:
     if app not in APPS:
         raise ValueError(f"app {app!r} is not one of {APPS}")
     module = importlib.import_module(f"terminal_rl.{app}")
-    with serve_policy(cfg):
-        return asyncio.run(module.run(cfg))
+    with app_console(app, RunContext.from_config(cfg.run), bool(cfg.verbose)) as console, serve_policy(cfg, console):
+        return asyncio.run(module.run(cfg, console))
 
 
 class ServedApp:
@@ -61,7 +62,7 @@ class ServedApp:
 
 
 @contextlib.contextmanager
-def serve_policy(cfg: DictConfig) -> Iterator[None]:
+def serve_policy(cfg: DictConfig, console: Console) -> Iterator[None]:
     """With ``serve.kind=command``: start the server, wait until it answers, stop it afterwards."""
     if cfg.serve.kind == "none":
         yield
@@ -76,7 +77,7 @@ def serve_policy(cfg: DictConfig) -> Iterator[None]:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_until_ready(cfg.policy.base_url, server, cfg.serve.ready_timeout_sec, log_path)
-        print(f"serving {cfg.serve.model} at {cfg.policy.base_url} (log: {log_path})", flush=True)
+        console.print(f"serving {cfg.serve.model} at {cfg.policy.base_url} (log: {log_path})")
         yield
     finally:
         with contextlib.suppress(ProcessLookupError):

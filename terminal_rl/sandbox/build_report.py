@@ -12,13 +12,18 @@ does not have, a timeout, or other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.tasks.model import Task
@@ -91,6 +96,27 @@ async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jo
 
     await asyncio.gather(*(one(task) for task in tasks))
     return outcomes[len(known):]
+
+
+def failure_line(outcome: BuildOutcome) -> str:
+    """One console line for a failed build: the task, the cause and the start of the reason."""
+    return f"task {outcome.task_id}: its image does not build ({outcome.category}: {' '.join(outcome.reason.split())[:160]})"
+
+
+@contextlib.contextmanager
+def build_progress(console: Console | None, total: int) -> Iterator[Callable[[BuildOutcome], None]]:
+    """A ``task images`` progress bar on ``console`` (none when None); yields ``build_all``'s
+    ``progress`` callback."""
+    columns = (TextColumn("task images"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console or Console(), disable=console is None, transient=False) as progress:
+        bar = progress.add_task("", total=total)
+
+        def advance(outcome: BuildOutcome) -> None:
+            state = "built" if outcome.ok else f"FAILED ({outcome.category})"
+            progress.update(bar, advance=1, description=f"{outcome.task_id}: {state}")
+
+        yield advance
 
 
 def write_report(outcomes: list[BuildOutcome], total: int, path: Path) -> None:

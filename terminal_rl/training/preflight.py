@@ -11,7 +11,8 @@ import os
 from collections.abc import Callable
 from omegaconf import DictConfig, OmegaConf
 
-from terminal_rl.config import CONF_DIR
+from terminal_rl.config import CONF_DIR, to_dataclass
+from terminal_rl.models.lora import LoRA, projections, trainable_parameters, unknown_modules
 from terminal_rl.training.memory import estimate
 
 Check = Callable[[DictConfig], list[str]]
@@ -40,6 +41,13 @@ def check_batches(cfg: DictConfig) -> list[str]:
     mini = cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     if mini > prompts or prompts % mini:
         problems.append(f"actor.ppo_mini_batch_size ({mini}) must divide data.train_batch_size ({prompts})")
+    # verl splits each GPU's share of a mini-batch into micro-batches (workers/engine/utils.py l. 124-127);
+    # with one row per trajectory (append) the share is fixed.
+    micro, per_gpu = cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, mini * n // gpus
+    if cfg.agent.history == "append" and per_gpu % micro:
+        problems.append(f"a mini-batch of {mini} prompts x {n} rollouts gives {per_gpu} trajectories per GPU, not "
+                        f"divisible by actor.ppo_micro_batch_size_per_gpu ({micro}); change micro_batch_per_gpu, "
+                        "rollouts_per_prompt or prompts_per_step in the model_hardware file")
     return problems
 
 
@@ -78,7 +86,7 @@ def check_memory(cfg: DictConfig) -> list[str]:
     result = estimate(dict(cfg.model.architecture), hw.nodes * hw.gpus_per_node, hw.gpu_memory_gb,
                       mh.tensor_parallel, mh.ulysses_parallel, mh.micro_batch_per_gpu, mh.max_context_tokens,
                       mh.gpu_memory_utilization, mh.param_offload, mh.optimizer_offload,
-                      hw.attention == "flash_attention_2")
+                      hw.attention == "flash_attention_2", _lora_trainable(cfg))
     where = f"for {cfg.model.name} on {_hardware_name(cfg)}"
     problems = []
     if result.train_gb > hw.gpu_memory_gb:
@@ -93,6 +101,49 @@ def check_memory(cfg: DictConfig) -> list[str]:
         problems.append(f"while vLLM generates, the actor keeps {result.rollout_actor_gb:.1f} GB per GPU (fp32 weights "
                         f"and Adam moments) beside vLLM's {result.rollout_budget_gb:.1f} GB: more than {hw.gpu_memory_gb} GB "
                         f"{where}; lower gpu_memory_utilization or turn on param/optimizer offload")
+    return problems
+
+
+def _lora(cfg: DictConfig) -> LoRA:
+    """``model.lora`` typed; ValueError names an unknown or missing key."""
+    return to_dataclass(cfg.model.lora, LoRA)
+
+
+def _lora_trainable(cfg: DictConfig) -> int | None:
+    """Parameters LoRA trains (None: full fine-tuning, or a ``model.lora`` that check_lora rejects)."""
+    try:
+        lora = _lora(cfg)
+    except ValueError:
+        return None
+    return trainable_parameters(dict(cfg.model.architecture), lora.rank, lora.target_modules) if lora.rank else None
+
+
+def check_lora(cfg: DictConfig) -> list[str]:
+    """``model.lora`` reaches verl's keys and trains something: a target name that matches no
+    projection, or verl's LoRA keys set apart from ours, would train without (some of) LoRA."""
+    try:
+        lora = _lora(cfg)
+    except ValueError as error:
+        return [f"model.lora: {error}"]
+    targets = lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules)
+    if isinstance(targets, str) and targets != "all-linear":
+        return [f"model.lora.target_modules must be all-linear or a list of projection names, not {targets!r}"]
+    verl = cfg.actor_rollout_ref.model
+    verl_targets = verl.target_modules if isinstance(verl.target_modules, str) else list(verl.target_modules)
+    problems = []
+    if int(verl.lora_rank) != lora.rank or int(verl.lora_alpha) != lora.alpha:
+        problems.append(f"actor_rollout_ref.model.lora_rank={verl.lora_rank} (alpha {verl.lora_alpha}) differs from "
+                        f"model.lora.rank={lora.rank} (alpha {lora.alpha}): set LoRA through model.lora, verl's keys follow it")
+    if verl_targets != targets:
+        problems.append(f"actor_rollout_ref.model.target_modules={verl_targets} differs from model.lora.target_modules="
+                        f"{targets}: set LoRA through model.lora, verl's keys follow it")
+    if lora.rank:
+        unknown = unknown_modules(dict(cfg.model.architecture), targets)
+        if unknown:
+            problems.append(f"model.lora.target_modules {unknown} match no projection of {cfg.model.name} "
+                            f"({', '.join(projections(dict(cfg.model.architecture)))}) and would train nothing")
+        elif not trainable_parameters(dict(cfg.model.architecture), lora.rank, targets):
+            problems.append(f"model.lora.rank={lora.rank} with target_modules {targets} trains no parameter")
     return problems
 
 
@@ -286,8 +337,9 @@ def check_egress_network(cfg: DictConfig) -> list[str]:
     return []
 
 
-CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_memory, check_dataset,
-                                    check_curriculum, check_history, check_attention, check_judge_credentials)
+CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_lora, check_memory,
+                                    check_dataset, check_curriculum, check_history, check_attention,
+                                    check_judge_credentials)
 # What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
 NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_egress_network, check_flash_attention)
 

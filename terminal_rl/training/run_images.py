@@ -17,11 +17,10 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.build_report import BuildOutcome, build_all, failed_tasks
+from terminal_rl.sandbox.build_report import BuildOutcome, build_all, build_progress, failed_tasks
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import TaskImages
@@ -56,17 +55,8 @@ class RunImages:
         pending = [self.tasks[i] for i in ids if i not in self.outcomes]
         if not pending:
             return []
-        columns = (TextColumn("task images"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                   TimeElapsedColumn())
-        with Progress(*columns, console=console or Console(), disable=console is None, transient=False) as progress:
-            bar = progress.add_task("", total=len(pending))
-
-            def advance(outcome: BuildOutcome) -> None:
-                state = "built" if outcome.ok else f"FAILED ({outcome.category})"
-                progress.update(bar, advance=1, description=f"{outcome.task_id}: {state}")
-
-            new = asyncio.run(self._build(pending, jobs, advance))
-        return new
+        with build_progress(console, len(pending)) as advance:
+            return asyncio.run(self._build(pending, jobs, advance))
 
     def build_first(self, predict, console: Console | None, jobs: int) -> list[BuildOutcome]:
         """Build what ``predict(unavailable)`` says the run needs first, again after each failure

@@ -39,6 +39,14 @@ def test_evaluate_writes_report_and_resumes(tmp_path):
     assert summary["pass_rate"] == 0.5 and summary["pass_at_k"] == {"1": 0.5, "2": 0.5}
     assert summary["terminations"] == {"finished": 4}
     assert "pass rate (score = 1)" in first.stdout and "0.500" in first.stdout
+    # The console: the header, the image and episode progress, the results; library output in the log.
+    lines = first.stdout.splitlines()
+    assert lines[0] == f"terminal_rl evaluate  run eval  ->  {tmp_path / 'eval'}"
+    assert "  tasks       terminal_bench_rl.csv: all 2 (1 easy / 1 medium)" in lines
+    assert any(line.startswith("task images") and "2/2" in line for line in lines)
+    log = tmp_path / "eval" / "logs" / "evaluate.log"
+    assert f"  log         {log}  (verbose=true shows it here)" in lines and log.is_file()
+    assert first.stderr == "", "nothing reaches the console's stderr: library output goes to the log"
 
     again = evaluate(*overrides)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -52,3 +60,12 @@ def test_oracle_mode_validates_a_task_set(tmp_path, harbor_fixture):
     assert result.returncode == 0, result.stderr[-3000:]
     [line] = (tmp_path / "oracle" / "eval" / "results.jsonl").read_text().splitlines()
     assert json.loads(line)["verification"]["score"] == 1.0
+
+
+def test_an_error_reaches_the_console_with_the_log_that_has_its_trace(tmp_path):
+    result = evaluate("policy=oracle", "task_set=tbrl_smoke", "run.id=bad", f"run.output_root={tmp_path}")
+    log = tmp_path / "bad" / "logs" / "evaluate.log"
+    assert result.returncode == 1
+    assert "error: ValueError: policy=oracle runs each task's solution script, and none of the 6 tasks" in result.stdout
+    assert f"full output and traceback: {log}" in result.stdout
+    assert "Traceback (most recent call last)" in log.read_text() and "Traceback" not in result.stdout

@@ -17,6 +17,7 @@ from terminal_rl.config import PROJECT_ROOT
 from tests.agent.test_episodes import PARSER
 from tests.conftest import SMOKE_TASKS
 from tests.fake_llm_server import FakeLLMServer
+from tests.judge.conftest import verdict
 
 pytestmark = pytest.mark.docker
 
@@ -135,15 +136,106 @@ def test_sft_through_verl_lowers_the_loss_and_saves_a_hugging_face_model(sft):
     assert "TrainedTokensDataset" in (out / "train.log").read_text()
 
 
-def test_the_sft_model_starts_a_grpo_run(sft, demos):
+def graded_judge():
+    """A judge whose grades cycle 0, 1/2, 1 over its requests: a group of three then mixes a zero
+    reward with positive ones, where MT-GRPO's efficiency term (only when R > 0) and its discount give
+    the turns of one trajectory different advantages."""
+    grades = iter([0.0, 0.5, 1.0] * 100)
+
+    def reply(body):
+        grade = next(grades)
+        return verdict(action_output_success=grade, todo_planning=grade, phase_adherence=grade, tool_effectiveness=grade)
+
+    return reply
+
+
+def test_the_sft_model_starts_a_grpo_run_with_lora_and_turn_level_credit(sft, demos):
+    """One step of experiment=cpu_smoke (LoRA rank 8, MT-GRPO) from the SFT model, three rollouts of
+    one prompt, rewarded by tests and the judge; its checkpoint exports as a plain Hugging Face model."""
     out, _ = sft
-    result = app("terminal_rl.train", "experiment=cpu_smoke", "run.id=warm", f"run.output_root={demos}",
-                 f"model.path={out / 'model'}", "trainer.total_training_steps=1", "curriculum=none",
-                 "reward_mix=tests_only", "data_filter=none", "trainer.save_freq=-1", "trainer.test_freq=-1",
-                 f"task_set.task_ids=[{CSV_TASK},csv-filter-by-value,base64-decode-secret-message]")
+    with FakeLLMServer(graded_judge()) as judge:
+        result = app("terminal_rl.train", "experiment=cpu_smoke", "run.id=warm", f"run.output_root={demos}",
+                     f"model.path={out / 'model'}", "trainer.total_training_steps=1", "curriculum=none",
+                     "reward_mix=tests65_judge35", f"judge.base_url={judge.base_url}", "judge.model=openai/test-judge",
+                     "judge.api_key_env=", "data_filter=none", "trainer.test_freq=-1", "credit.turn.gamma=0.5",
+                     "model_hardware.rollouts_per_prompt=3", "model_hardware.prompts_per_step=1",
+                     "model_hardware.micro_batch_per_gpu=1",
+                     f"task_set.task_ids=[{CSV_TASK},csv-filter-by-value,base64-decode-secret-message]")
     run = demos / "warm"
     [metrics] = (run / "logs").glob("metrics.*.jsonl")
-    assert [json.loads(line)["step"] for line in metrics.read_text().splitlines()] == [1]
-    assert list((run / "logs" / "rollouts").glob("train_step000001.*.jsonl"))
-    assert "step 1/1" in result.stdout
+    [step] = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert step["step"] == 1 and "step 1/1" in result.stdout and "mt_grpo, LoRA rank 8 alpha 16" in result.stdout
     assert f"'path': '{out / 'model'}'" in (run / "logs" / "train.log").read_text(), "verl trained the SFT model"
+    assert "PeftModelForCausalLM" in (run / "logs" / "train.log").read_text(), "verl wrapped the model with LoRA"
+    figures = step["data"]
+    assert figures["advantage/turn_spread"] > 0, "turns of one trajectory got different advantages"
+    assert {"advantage/turn_0/mean", "advantage/turn_0/std"} <= set(figures)
+    assert "rollout/loss_masked_max_turns" in figures and "rollout/loss_masked_context_exhausted" in figures
+    # The LoRA checkpoint exports merged (every weight under its Hugging Face name), the adapter the
+    # step trained beside it (B starts at zero; at lr 1e-6 the merged change is below bf16's resolution).
+    from safetensors import safe_open
+    from transformers import AutoModelForCausalLM
+
+    app("terminal_rl.export", "run.id=warm", f"run.output_root={demos}")
+    folder = run / "hf" / "global_step_1"
+    _, info = AutoModelForCausalLM.from_pretrained(folder, output_loading_info=True)
+    assert not any(info.values()), info
+    with safe_open(str(folder / "lora_adapter" / "adapter_model.safetensors"), "pt") as adapter:
+        assert any(adapter.get_tensor(k).abs().sum() > 0 for k in adapter.keys() if "lora_B" in k), "the step trained B"
+
+
+@pytest.fixture(scope="module")
+def lora_sft(datasets, demos):
+    """SFT of the same records with LoRA (rank 8), in a run of its own."""
+    records = demos / "demos" / "datasets" / "sft.parquet"
+    app("terminal_rl.sft", "run.id=lora", f"run.output_root={demos}", f"verl.data.train_files=[{records}]",
+        "model.lora.rank=8", "verl.data.train_batch_size=2", "verl.trainer.total_epochs=2")
+    return demos / "lora" / "sft"
+
+
+def test_a_lora_sft_model_is_merged_into_plain_weights_as_peft_computes_them(lora_sft, cpu_run):
+    import torch
+    from peft import PeftModel
+    from safetensors import safe_open
+    from transformers import AutoModelForCausalLM
+
+    model_dir = lora_sft / "model"
+    merged, info = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32, output_loading_info=True)
+    assert not any(info.values()), f"every weight loads under its Hugging Face name: {info}"
+    # The base LoRA trained on (frozen: the tiny model, in the bf16 verl saves), with the adapter applied
+    # by peft itself, un-merged.
+    base = AutoModelForCausalLM.from_pretrained(cpu_run["dir"].parent / "models" / "tiny-qwen3",
+                                                torch_dtype=torch.bfloat16).float()
+    with safe_open(str(model_dir / "lora_adapter" / "adapter_model.safetensors"), "pt") as adapter:
+        assert any(adapter.get_tensor(k).abs().sum() > 0 for k in adapter.keys() if "lora_B" in k), "B trained"
+    reference = PeftModel.from_pretrained(base, model_dir / "lora_adapter")
+    ids = torch.tensor([[151644, 872, 198, 3838, 374, 220, 17, 10, 17, 30]])
+    with torch.no_grad():
+        expected, got = reference(ids).logits, merged(ids).logits
+    assert (got - expected).abs().max() <= 2e-2 * expected.abs().max(), "equal up to bf16 rounding of the merge"
+    unmerged = AutoModelForCausalLM.from_pretrained(cpu_run["dir"].parent / "models" / "tiny-qwen3")
+    assert not torch.equal(merged.model.layers[0].self_attn.q_proj.weight,
+                           unmerged.model.layers[0].self_attn.q_proj.weight.bfloat16().float()), "the adapter is in the weights"
+
+
+def test_export_writes_the_sft_checkpoint_merged(lora_sft):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    result = app("terminal_rl.export", "run.id=lora", f"run.output_root={lora_sft.parent.parent}", "source=sft")
+    exported = lora_sft / "hf" / "global_step_2"
+    assert f"exported step 2 of run lora to {exported}" in result.stdout
+    a, b = (AutoModelForCausalLM.from_pretrained(folder) for folder in (exported, lora_sft / "model"))
+    assert all(torch.equal(w, b.state_dict()[name]) for name, w in a.state_dict().items())
+
+
+def test_the_sft_model_is_evaluated_through_the_cpu_server(sft, demos):
+    out, _ = sft
+    result = app("terminal_rl.evaluate", "policy=token", "serve=hf", f"serve.model={out / 'model'}",
+                 "policy.temperature=0", "policy.enable_thinking=false", "task_set=tbrl_smoke", f"task_ids=[{CSV_TASK}]",
+                 "agent.max_turns=2", "agent.max_tokens_per_turn=24", "run.id=eval_sft", f"run.output_root={demos}")
+    [trajectory] = [json.loads(line) for line in (demos / "eval_sft" / "eval" / "results.jsonl").read_text().splitlines()]
+    assert trajectory["policy"] == "token:policy" and trajectory["turns"], trajectory["termination_detail"]
+    assert trajectory["termination"] in ("max_turns", "parse_errors", "finished"), trajectory["termination_detail"]
+    assert all(turn["completion_tokens"] for turn in trajectory["turns"]), "the model wrote every turn"
+    assert f"serving {out / 'model'}" in result.stdout

@@ -40,5 +40,9 @@ def test_filter_end_to_end_with_cache(tmp_path):
     assert sorted(keep["tasks"]["csv-file-parsing-amount-sum"]["scores"]) == [0.0, 1.0]
     assert keep["tasks"]["csv-file-parsing-amount-sum"]["noop_baseline"] == 0.0
     assert keep["summary"]["saved_fraction"] == 0.5 and "training skips 50% of its rollouts" in first.stdout
+    header = first.stdout.splitlines()[:7]
+    assert header[0] == f"terminal_rl filter  run filter  ->  {tmp_path / 'filter'}"
+    assert "  keeps       tasks whose mean score over k=2 attempts is in [0.0, 1.0], 1 episodes at once" in header
+    assert first.stderr == "" and (tmp_path / "filter" / "logs" / "filter.log").is_file(), "library output in the log"
     again = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0 and "0 episodes" in again.stdout, "cached by (task hash, policy, k)"

@@ -133,6 +133,7 @@ def test_generation_funnel_end_to_end(tmp_path, sandbox_config, run_context):
     gates = json.loads((work / "candidates" / "gen-s0-00000.json").read_text())["gates"]
     assert gates["oracle"] == [1.0] * 3 and max(gates["noop"]) < 1 and len(gates["attacks"]) >= 9
     assert "generation funnel: 2 of 6 candidates accepted" in first.stdout, first.stdout[-3000:]
+    assert first.stdout.startswith(f"terminal_rl generate  run gen  ->  {tmp_path / 'gen'}\n  source      llm: 6 candidates")
 
     loaded = load_harbor(tmp_path / "gen" / "generated", SMALL_LIMITS)
     assert loaded.problems == [] and [t.id for t in loaded.tasks] == ["gen-s0-00000", "gen-s0-00001"]

@@ -4,10 +4,12 @@ started through the same command line)."""
 
 import json
 import socket
+import sys
 
 import pytest
 
 from terminal_rl.config import compose
+from terminal_rl.console import Console
 from terminal_rl.launch.served import run_app, serve_policy
 from tests.support import SERVED_TASK, free_port, served_overrides
 
@@ -30,12 +32,12 @@ def test_evaluation_runs_against_the_server_it_started_and_stops_it(tmp_path):
 def test_a_server_that_dies_is_reported_with_its_log(tmp_path):
     cfg = compose("evaluate", served_overrides(tmp_path, free_port(), "[python,-c,'import sys; sys.exit(3)']"))
     with pytest.raises(RuntimeError, match=r"exited with code 3 before answering; see .*serve.log"):
-        with serve_policy(cfg):
+        with serve_policy(cfg, Console(sys.stdout)):
             pass
 
 
 def test_serving_needs_the_token_policy(tmp_path):
     cfg = compose("evaluate", [*served_overrides(tmp_path, free_port()), "policy=litellm"])
     with pytest.raises(ValueError, match=r"a served checkpoint \(serve.kind=command\) is for policy=token, not policy=litellm"):
-        with serve_policy(cfg):
+        with serve_policy(cfg, Console(sys.stdout)):
             pass

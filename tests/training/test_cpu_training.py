@@ -162,3 +162,25 @@ def test_the_console_shows_the_run_and_a_line_per_step_and_the_log_has_the_rest(
     assert len(launch_logs(cpu_run["dir"])) == 2
     log = (cpu_run["dir"] / "logs" / "train.log").read_text()
     assert all(n in log for n in noise[:3]), "the libraries' output is kept in the run's log"
+
+
+def test_the_run_trains_lora_with_turn_level_advantages_and_truncation_masking(cpu_run):
+    """experiment=cpu_smoke trains a LoRA adapter (verl's own, rank 8) with MT-GRPO advantages, and
+    trajectories cut off by the turn limit or the context train no token, counted per termination."""
+    run_dir, steps, logged = cpu_run["dir"], metrics(cpu_run["dir"]), rollouts(cpu_run["dir"])
+    log = "".join(launch_logs(run_dir))
+    assert "PeftModelForCausalLM" in log and "'adv_estimator': 'mt_grpo'" in log
+    assert (run_dir / "checkpoints" / "global_step_4" / "actor" / "lora_train_meta.json").is_file()
+    for step in (1, 3, 4):
+        if steps[step]["rollout/masked_fraction"] < 1.0:  # a step with every group masked trains no turn
+            assert {"advantage/turn_0/mean", "advantage/turn_0/std", "advantage/turn_spread"} <= set(steps[step]), step
+        kept = [t for t in logged[step] if not t["metadata"]["filtered"]]
+        if len({t["metadata"]["uid"] for t in kept}) != 2:
+            continue  # a surplus group was filtered: the trained batch is not all of the logged ones
+        for reason in ("max_turns", "context_exhausted"):
+            ended = [t for t in kept if t["termination"] == reason]
+            assert all(t["metadata"]["loss_masked"] == "truncated" for t in ended)
+            expected = sum(not t["metadata"]["masked"] for t in ended) / len(kept)
+            assert steps[step][f"rollout/loss_masked_{reason}"] == pytest.approx(expected), (step, reason)
+    assert all(t["metadata"]["loss_masked"] is None for s in logged.values() for t in s
+               if t["termination"] not in ("max_turns", "context_exhausted"))

@@ -38,6 +38,15 @@ def test_the_estimate_counts_verls_bytes_per_parameter():
     assert offloaded.rollout_actor_gb == 0.0
 
 
+def test_lora_keeps_fp32_base_weights_but_trains_only_the_adapter():
+    tiny_tokens = dict(layers=1, hidden_size=1, attention_heads=1, kv_heads=1, head_dim=1, vocab_size=1, parameters=8e9)
+    lora = estimate(tiny_tokens, 8, 80, 1, 1, 1, 1, 0.5, param_offload=False, optimizer_offload=False,
+                    flash_attention=True, trainable=1e8)
+    # fp32 base weights, fp32 gradients and two Adam moments of the 1e8 adapter weights, one gathered layer.
+    assert lora.train_gb * GIB == pytest.approx(8e9 * 4 / 8 + 1e8 * 12 / 8 + 8e9 * 4, rel=1e-6)
+    assert lora.rollout_actor_gb * GIB == pytest.approx(8e9 * 4 / 8 + 1e8 * 8 / 8)
+
+
 def test_without_flash_attention_the_logits_cost_four_times_as_much():
     args = (QWEN3_8B, 8, 80, 2, 1, 4, 8192, 0.6, False, False)
     flash, plain = estimate(*args, flash_attention=True), estimate(*args, flash_attention=False)

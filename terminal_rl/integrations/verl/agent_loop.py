@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,12 @@ from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.runner import episode_deadline_sec, run_episode
 from terminal_rl.agent.tokens import ChatTokenizer, TokenSample
 from terminal_rl.agent.trajectory import Termination, Trajectory
+from terminal_rl.config import to_dataclass
+from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.filtering.variance import filter_signal, group_variances, lacks_signal
 from terminal_rl.integrations.verl.curriculum import run_schedule
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
+from terminal_rl.rewards.turn_credit import TurnCredit, turn_facts, turn_rewards
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory
@@ -68,6 +71,7 @@ class _WorkerState:
         self.protocol = make_protocol(self.agent.protocol)
         self.schedule, _ = run_schedule(cfg.data)
         self.default_limits = task_set_config(cfg.task_set).limits
+        self.turn_credit = to_dataclass(cfg.credit.turn, TurnCredit)
         self.barrier = GroupBarrier(self._score)
         # The run's step ledger (refills across workers, every group before filtering); a Ray actor.
         self.ledger = None
@@ -181,28 +185,45 @@ class TerminalAgentLoop(AgentLoopBase):
         """One output per training sample of the session (masked group: loss mask all zero)."""
         # A trajectory with no model turn ran under the weights the step started with.
         fallback_version = int(kwargs.get("global_steps", 1)) - 1
-        extra = {"reward_extra_info": reward_extra_info(trajectory, scores, position)}
+        truncation_masked = self._truncation_masked(trajectory)
+        info = reward_extra_info(trajectory, scores, position)
+        for reason in (r for r in Termination if r.truncated):  # the share of samples each termination masked
+            info[f"loss_masked_{reason.value}"] = float(truncation_masked and trajectory.termination == reason.value)
+        extra: dict[str, Any] = {"reward_extra_info": info}
+        turn_level = self.config.algorithm.adv_estimator == MT_GRPO
+        if turn_level:  # what the mt_grpo estimator reads (advantages.py)
+            extra["turn_rewards"] = turn_rewards(scores.rewards[position],
+                                                 turn_facts([asdict(t) for t in trajectory.turns]),
+                                                 self.state.agent.limits.max_turns, self.state.turn_credit)
         outputs = []
         for sample in samples:
-            mask = [0] * len(sample.response_mask) if scores.masked else sample.response_mask
+            mask = [0] * len(sample.response_mask) if scores.masked or truncation_masked else sample.response_mask
             first = fallback_version if sample.first_version is None else sample.first_version
             last = fallback_version if sample.last_version is None else sample.last_version
             outputs.append(AgentLoopOutput(
                 prompt_ids=sample.prompt_ids, response_ids=sample.response_ids, response_mask=mask,
                 response_logprobs=sample.response_logprobs if logprobs_requested else None,
                 reward_score=scores.rewards[position], num_turns=len(trajectory.messages) or 1, metrics={},
-                extra_fields={**extra, "min_global_steps": first, "max_global_steps": last}))
+                extra_fields={**extra, **({"turn_spans": sample.turn_spans} if turn_level else {}),
+                              "min_global_steps": first, "max_global_steps": last}))
         return outputs
+
+    def _truncation_masked(self, trajectory: Trajectory) -> bool:
+        """``credit.mask_truncated``: a trajectory cut off by the turn limit or the context trains no token."""
+        return bool(self.config.credit.mask_truncated) and trajectory.termination is not None \
+            and Termination(trajectory.termination).truncated
 
     def _record(self, trajectory: Trajectory, scores: GroupScores, position: int, samples: list[TokenSample]) -> None:
         """Append the trajectory, its components and weights, and its training samples' token ids and
-        masks as trained (the mask marks the model's tokens; a masked group trained none of them) to the
+        masks (the mask marks the model's tokens; a masked group, and with ``credit.mask_truncated`` a
+        truncated trajectory, trained none of them: ``masked`` and ``loss_masked`` say so) to the
         run's rollout log (one file per worker process and step, so concurrent writers never interleave)."""
         trajectory.metadata["reward_mix"] = dict(scores.weights)
         trajectory.metadata["reward"] = scores.rewards[position]
         trajectory.metadata["components"] = {k: v.score for k, v in scores.components[position].items()}
         trajectory.metadata["judge"] = scores.judgements[position]
         trajectory.metadata["masked"] = scores.mask_reason
+        trajectory.metadata["loss_masked"] = "truncated" if self._truncation_masked(trajectory) else None
         trajectory.metadata["filtered"] = scores.filtered
         trajectory.metadata["history"] = self.state.agent.history
         trajectory.metadata["samples"] = [{"prompt_ids": s.prompt_ids, "response_ids": s.response_ids,

@@ -76,21 +76,20 @@ def prepare(cfg: DictConfig, console) -> None:
     run.log_dir.mkdir(parents=True, exist_ok=True)
     schedule, steps = run_schedule(cfg.data)
     settings = {k: OmegaConf.to_container(cfg[k], resolve=True)
-                for k in ("task_set", "model", "hardware", "reward_mix", "curriculum", "data_filter")}
+                for k in ("task_set", "model", "hardware", "reward_mix", "curriculum", "data_filter", "algorithm")}
     for line in header_lines(run.run_id, run.shared_dir, prepared.counts(), settings, steps):
         console.print(line)
-    prepare_images(cfg, run, prepared, schedule)
+    prepare_images(cfg, run, prepared, schedule, console)
     # The schedule this run uses, beside its logs.
     plot_schedule(schedule, cfg.curriculum.kind, run.log_dir / "curriculum.png", steps)
 
 
-def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule) -> None:
+def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console: Console) -> None:
     """Build the images of the validation rows and the first draws now, the rest in the background
     (``terminal_rl/training/run_images.py``); tasks whose image fails leave the run, with the reason
     in its image report."""
-    from rich.console import Console
-
     from terminal_rl.curriculum.schedule import CurriculumState
+    from terminal_rl.sandbox.build_report import failure_line
     from terminal_rl.filtering.keep_list import read_keep_list
     from terminal_rl.integrations.verl.curriculum import validation_rows
     from terminal_rl.sandbox.config import SandboxConfig
@@ -109,11 +108,9 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule) -> None
         val = [val_ids[i] for i in validation_rows(val_ids, unavailable, int(cfg.data.get("val_max_samples", -1)))]
         return first_needed(difficulties, val, mix, int(cfg.task_set.split_seed), draws, keep, unavailable)
 
-    console = Console(stderr=True)
-    failed = images.build_first(predict, console, sandbox.build.jobs)
+    failed = images.build_first(predict, console.rich, sandbox.build.jobs)
     for outcome in failed:
-        console.print(f"[yellow]task {outcome.task_id} leaves this run: its image does not build "
-                      f"({outcome.category}: {outcome.reason[:160]}); see {run.image_report}[/yellow]")
+        console.print(f"{failure_line(outcome)}; it leaves this run; see {run.image_report}")
     images.build_rest_in_background()
 
 

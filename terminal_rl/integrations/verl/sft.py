@@ -4,12 +4,14 @@ We write verl a config of its own (``verl_sft.yaml``: verl's ``sft_trainer_engin
 keys on top, so verl composes and validates it), run it with the hardware preset's environment
 (the CPU platform on this machine), keep its output in ``train.log`` and show one line per step from
 its metrics file. verl saves sharded checkpoints plus the Hugging Face model
-(``global_step_N/huggingface``); the last one is linked as ``<output_dir>/model``.
+(``global_step_N/huggingface``); the last one is linked as ``<output_dir>/model`` (with LoRA, merged
+into a plain model there).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from terminal_rl.config import PROJECT_ROOT, project_path
 from terminal_rl.console import MetricsFollower
 from terminal_rl.integrations.verl.driver import PLUGIN
+from terminal_rl.integrations.verl.export import merge_checkpoint
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,20 @@ def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
 
 
 def _link_last_model(checkpoints: Path, link: Path) -> Path:
+    """``link`` -> the last checkpoint's Hugging Face model. A LoRA checkpoint's ``huggingface/`` holds
+    peft's wrapped weights (verl saves the wrapped module's state dict): it is merged into a plain
+    model at ``link`` instead."""
     step = (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip()
-    model = checkpoints / f"global_step_{step}" / "huggingface"
+    checkpoint = checkpoints / f"global_step_{step}"
+    if link.is_symlink():
+        link.unlink()
+    elif link.exists():
+        shutil.rmtree(link)
+    if (checkpoint / "lora_train_meta.json").is_file():
+        merge_checkpoint(checkpoint, link)
+        return link
+    model = checkpoint / "huggingface"
     if not (model / "config.json").is_file():
         raise RuntimeError(f"verl saved no Hugging Face model in {model} (checkpoint.save_contents needs hf_model)")
-    if link.is_symlink() or link.exists():
-        link.unlink()
     link.symlink_to(model.resolve(), target_is_directory=True)
     return link

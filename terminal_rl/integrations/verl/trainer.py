@@ -21,9 +21,12 @@ from omegaconf import open_dict
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from terminal_rl.config import to_dataclass
+from terminal_rl.integrations.verl.advantages import MT_GRPO, BatchTurns, turns_for_batch
 from terminal_rl.integrations.verl.curriculum import run_curriculum
 from terminal_rl.integrations.verl.services import ledger
 from terminal_rl.plot import plot_run
+from terminal_rl.rewards.turn_credit import TurnCredit
 
 # reward_extra_info key prefix -> metric name prefix
 _PREFIXES = {"component_": "reward/{}/mean", "weight_": "reward/weight/{}", "end_": "rollout/ended/{}",
@@ -114,11 +117,28 @@ class TerminalTrainer(PPOTrainerSync):
         return batch
 
     def _compute_advantage(self, batch, metrics):
-        """A step whose every group is masked has no loss token, and verl's rollout correction refuses
-        such a batch (``trainer/ppo/rollout_corr_helper.py`` l. 837-838): it is skipped for that step
-        (TB l. 1760-1766 reads ``algorithm.rollout_correction`` there), the advantages are verl's."""
-        masks = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["response_mask"])
-        if int(masks["response_mask"].values().sum()) > 0:
+        """verl's advantage step. With ``adv_estimator=mt_grpo`` the rows' turn spans and turn rewards
+        (from the agent loop's extra fields) are handed to our registered estimator for the call
+        (``advantages.py``: verl passes an estimator no batch fields), and its per-turn figures are
+        logged. A step whose every group is masked has no loss token, and verl's rollout correction
+        refuses such a batch (``trainer/ppo/rollout_corr_helper.py`` l. 837-838): it is skipped for
+        that step (TB l. 1765 reads ``algorithm.rollout_correction`` there)."""
+        fields = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
+                                 select_fields=["response_mask", "extra_fields"])
+        if self.config.algorithm.adv_estimator != MT_GRPO:
+            return self._verl_advantage(batch, metrics, fields)
+        rows = [{} if tag.get("is_padding", False) else extra
+                for tag, extra in zip(batch.tags, _as_list(fields["extra_fields"]))]
+        turns = BatchTurns([[tuple(span) for span in row.get("turn_spans", [])] for row in rows],
+                           [list(row.get("turn_rewards", [])) for row in rows],
+                           to_dataclass(self.config.credit.turn, TurnCredit))
+        with turns_for_batch(turns):
+            batch = self._verl_advantage(batch, metrics, fields)
+        metrics.update(turns.metrics)
+        return batch
+
+    def _verl_advantage(self, batch, metrics, fields):
+        if int(fields["response_mask"].values().sum()) > 0:
             return super()._compute_advantage(batch, metrics)
         algorithm = self.config.algorithm
         correction = algorithm.get("rollout_correction")

@@ -1,0 +1,102 @@
+"""MT-GRPO as a verl advantage estimator (``algorithm.adv_estimator=mt_grpo``), registered through
+verl's own ``register_adv_est``; the outcome part is verl's GRPO estimator itself.
+
+verl calls a registered estimator with the token-level rewards, the response mask, the group index
+and the algorithm config only (``trainer/ppo/ray_trainer.py`` l. 248-279), so turn boundaries cannot
+reach it through its arguments. They travel with each sample instead: the agent loop puts the
+sample's turn spans and per-turn rewards in its extra fields (``terminal_rl/rewards/turn_credit.py``),
+and the trainer's advantage step reads them for the batch's rows, in the order verl's advantage step
+reads the batch (``trainer/ppo/v1/trainer_base.py`` l. 1746), and hands them to this estimator for
+that one call (``turns_for_batch``). For estimators other than GRPO verl passes every row of the
+batch (``trainer/ppo/v1/utils.py`` l. 167-176): with ``agent.history=append`` a row is a whole
+trajectory, which is the mode MT-GRPO supports (preflight rejects ``per_turn``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, register_adv_est
+
+from terminal_rl.rewards.turn_credit import TurnCredit, token_turns, turn_advantages
+
+MT_GRPO = "mt_grpo"
+# Per-position advantage metrics are logged for the first turns only (the rest would flood the logger).
+LOGGED_POSITIONS = 8
+
+
+@dataclass
+class BatchTurns:
+    """The batch's rows in verl's order: each row's turn spans ``[start, end)`` in response positions
+    and its per-turn rewards. ``metrics`` is filled by the estimator."""
+
+    spans: list[list[tuple[int, int]]]
+    rewards: list[list[float]]
+    credit: TurnCredit
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+_BATCH: contextvars.ContextVar[BatchTurns | None] = contextvars.ContextVar("terminal_rl_batch_turns", default=None)
+
+
+@contextlib.contextmanager
+def turns_for_batch(turns: BatchTurns) -> Iterator[BatchTurns]:
+    token = _BATCH.set(turns)
+    try:
+        yield turns
+    finally:
+        _BATCH.reset(token)
+
+
+@register_adv_est(MT_GRPO)
+def mt_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray,
+                      config=None, **_) -> tuple[torch.Tensor, torch.Tensor]:
+    """A = (1 - alpha) * A_outcome + alpha * A_turn(t) on each token of turn t (0 elsewhere).
+
+    Shapes: ``token_level_rewards`` and ``response_mask`` (batch, response_length), ``index`` (batch,)
+    group ids; returns (advantages, returns), both (batch, response_length)."""
+    turns = _BATCH.get()
+    if turns is None or len(turns.spans) != len(index):
+        raise RuntimeError("adv_estimator=mt_grpo needs each row's turn spans from the trainer's advantage step "
+                           "(terminal_rl.integrations.verl.trainer); it cannot run in another trainer")
+    credit = turns.credit
+    by_std = bool(config.get("norm_adv_by_std_in_grpo", True)) if config is not None else True
+    outcome, _ = compute_grpo_outcome_advantage(token_level_rewards, response_mask, index, credit.epsilon, by_std)
+    per_turn = turn_advantages(turns.rewards, list(index), credit.epsilon, by_std)
+    length = response_mask.shape[1]
+    turn_part = torch.zeros_like(outcome)
+    for row, (spans, values) in enumerate(zip(turns.spans, per_turn)):
+        positions = torch.tensor(token_turns(spans[:len(values)], length))
+        reached = positions >= 0
+        turn_part[row, reached] = torch.tensor(values, dtype=outcome.dtype)[positions[reached]]
+    advantages = ((1 - credit.alpha) * outcome + credit.alpha * turn_part) * response_mask
+    tokens = response_mask.sum(-1)
+    row_outcome = (outcome * response_mask).sum(-1) / tokens.clamp(min=1)
+    turns.metrics.update(position_metrics(row_outcome, per_turn, credit.alpha, tokens > 0))
+    return advantages, advantages
+
+
+def position_metrics(outcome: torch.Tensor, per_turn: list[list[float]], alpha: float,
+                     trained: torch.Tensor) -> dict[str, float]:
+    """Mean and std of the advantage at each turn position over the trained rows, and the mean spread
+    (max - min) of one trajectory's turn advantages: > 0 once turns get different credit.
+    ``outcome``: (batch,) each row's outcome advantage."""
+    values: dict[int, list[float]] = {}
+    spreads = []
+    for row, turn_values in enumerate(per_turn):
+        if not bool(trained[row]) or not turn_values:
+            continue
+        mixed = [(1 - alpha) * float(outcome[row]) + alpha * v for v in turn_values]
+        spreads.append(max(mixed) - min(mixed))
+        for t, value in enumerate(mixed[:LOGGED_POSITIONS]):
+            values.setdefault(t, []).append(value)
+    metrics = {f"advantage/turn_{t}/{name}": float(fn(series)) for t, series in values.items()
+               for name, fn in (("mean", np.mean), ("std", np.std))}
+    if spreads:
+        metrics["advantage/turn_spread"] = float(np.mean(spreads))
+    return metrics

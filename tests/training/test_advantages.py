@@ -1,0 +1,71 @@
+"""MT-GRPO through verl's own advantage path: ``compute_advantage`` with adv_estimator=mt_grpo finds our
+estimator in verl's registry and mixes verl's GRPO outcome advantage with the turn advantages,
+token by token, as worked out by hand."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+pytestmark = pytest.mark.verl
+
+
+def run_verl_advantage(rewards, mask, uids, spans, turn_rewards, alpha=0.5, by_std=True):
+    from omegaconf import OmegaConf
+    from verl import DataProto
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from terminal_rl.integrations.verl.advantages import MT_GRPO, BatchTurns, turns_for_batch
+    from terminal_rl.rewards.turn_credit import TurnCredit
+
+    token_rewards = torch.zeros(mask.shape)
+    last = mask.shape[1] - 1 - torch.flip(mask, [1]).argmax(1)
+    token_rewards[torch.arange(len(rewards)), last] = torch.tensor(rewards)
+    data = DataProto.from_dict(tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array(uids, dtype=object)})
+    credit = TurnCredit(alpha=alpha, gamma=0.95, w_outcome=0.7, w_exec=0.15, w_format=0.15, w_efficiency=0.05,
+                        epsilon=0.0)
+    turns = BatchTurns(spans, turn_rewards, credit)
+    config = OmegaConf.create({"norm_adv_by_std_in_grpo": by_std})
+    with turns_for_batch(turns):
+        out = compute_advantage(data, adv_estimator=MT_GRPO, config=config)
+    return out.batch["advantages"], turns.metrics
+
+
+def test_tokens_get_the_outcome_advantage_mixed_with_their_turns_advantage():
+    # Two samples of one group, rewards 1 and 0: GRPO's outcome advantages +-1/sqrt(2) (std of
+    # [1, 0] = 1/sqrt(2)). Sample 0 has turns at [0, 2) and [3, 5) (an observation token at 2),
+    # sample 1 one turn at [0, 2). Turn rewards: position 0 [0.9, 0.3] -> +-1/sqrt(2); position 1
+    # reached by sample 0 alone -> 0.
+    mask = torch.tensor([[1, 1, 0, 1, 1], [1, 1, 0, 0, 0]])
+    advantages, metrics = run_verl_advantage([1.0, 0.0], mask, ["g", "g"], [[(0, 2), (3, 5)], [(0, 2)]],
+                                             [[0.9, 1.2], [0.3]])
+    a = 1 / math.sqrt(2)
+    expected = torch.tensor([[a, a, 0, 0.5 * a, 0.5 * a], [-a, -a, 0, 0, 0]])
+    assert torch.allclose(advantages, expected, atol=1e-5)
+    assert metrics["advantage/turn_0/mean"] == pytest.approx(0.0, abs=1e-6)
+    assert metrics["advantage/turn_1/mean"] == pytest.approx(0.5 * a, abs=1e-5)
+    assert metrics["advantage/turn_spread"] == pytest.approx((a - 0.5 * a) / 2, abs=1e-5)
+
+
+def test_a_masked_row_gets_nothing_and_alpha_zero_is_verls_grpo():
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0], [0, 0, 0]])
+    advantages, _ = run_verl_advantage([1.0, 0.0, 0.0], mask, ["g", "g", "h"], [[(0, 3)], [(0, 2)], [(0, 3)]],
+                                       [[1.0], [0.0], [0.5]], alpha=0.0)
+    rewards = torch.zeros(3, 3)
+    rewards[0, 2], rewards[1, 1] = 1.0, 0.0
+    grpo, _ = compute_grpo_outcome_advantage(rewards, mask, np.array(["g", "g", "h"], dtype=object), 0.0)
+    assert torch.allclose(advantages, grpo) and advantages[2].abs().sum() == 0
+
+
+def test_the_estimator_refuses_to_run_without_the_batch_turns():
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    import terminal_rl.integrations.verl.advantages  # noqa: F401 - registers mt_grpo
+
+    with pytest.raises(RuntimeError, match="needs each row's turn spans"):
+        get_adv_estimator_fn("mt_grpo")(token_level_rewards=torch.zeros(1, 2), response_mask=torch.ones(1, 2),
+                                       index=np.array(["g"], dtype=object), config=None)
