@@ -14,6 +14,9 @@ model turn, every one carrying the trajectory's reward (verl 0.9.1 puts each out
 it to the others: ``trainer/ppo/v1/agent_loop_tq.py`` l. 172-193, ``trainer/ppo/v1/utils.py`` l. 148-217).
 A masked group's outputs have an all-zero loss mask: verl copies its loss mask from ``response_mask``
 (``agent_loop_tq.py`` l. 199), so they add nothing to the loss's token count either.
+``credit.mask_truncated`` does the same for a trajectory cut off by ``max_turns`` or the context. With
+``algorithm=mt_grpo`` each output also carries its model turns' spans and per-turn rewards for the
+estimator (``advantages.py``).
 
 Per worker process (all sessions of a prompt run in one worker and one event loop) the loop keeps
 one sandbox factory, one tokenizer wrapper and one group barrier.
@@ -40,8 +43,8 @@ from terminal_rl.agent.runner import episode_deadline_sec, run_episode
 from terminal_rl.agent.tokens import ChatTokenizer, TokenSample
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.config import to_dataclass
-from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.filtering.variance import filter_signal, group_variances, lacks_signal
+from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.integrations.verl.curriculum import run_schedule
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
 from terminal_rl.rewards.turn_credit import TurnCredit, turn_facts, turn_rewards
