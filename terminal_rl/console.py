@@ -31,7 +31,16 @@ LAUNCH_MARKER = "==== terminal_rl launch"
 
 def app_header(app: str, run_id: str, run_dir: Path, rows: list[tuple[str, str]]) -> list[str]:
     """Every app's header (pure): the app, its run and directory, then one ``name  value`` line per row."""
-    return [f"terminal_rl {app}  run {run_id}  ->  {run_dir}", *(f"  {name:<11} {value}" for name, value in rows)]
+    return [f"terminal_rl {app}  run {run_id}  ->  {run_dir}", *(row_line(name, value) for name, value in rows)]
+
+
+def row_line(name: str, value: str) -> str:
+    return f"  {name:<11} {value}"
+
+
+def log_row(log_file: Path) -> tuple[str, str]:
+    """The header row that says where the libraries' output went."""
+    return "log", f"{log_file}  (verbose=true shows it here)"
 
 
 def task_counts(source: str | Path, counts: dict[str, dict[str, int]]) -> str:
@@ -204,6 +213,6 @@ def app_console(app: str, run: RunContext, verbose: bool) -> Iterator[Console]:
 def print_header(console: Console, app: str, run: RunContext, rows: list[tuple[str, str]]) -> None:
     """The app's header on the console, ending with where its log is."""
     if console.log_file is not None:
-        rows = [*rows, ("log", f"{console.log_file}  (verbose=true shows it here)")]
+        rows = [*rows, log_row(console.log_file)]
     for line in app_header(app, run.run_id, run.shared_dir, rows):
         console.print(line)

@@ -75,6 +75,8 @@ class _WorkerState:
         self.schedule, _ = run_schedule(cfg.data)
         self.default_limits = task_set_config(cfg.task_set).limits
         self.turn_credit = to_dataclass(cfg.credit.turn, TurnCredit)
+        # Only the mt_grpo estimator reads turn spans and turn rewards (advantages.py).
+        self.turn_level = cfg.algorithm.adv_estimator == MT_GRPO
         self.barrier = GroupBarrier(self._score)
         # The run's step ledger (refills across workers, every group before filtering); a Ray actor.
         self.ledger = None
@@ -193,8 +195,8 @@ class TerminalAgentLoop(AgentLoopBase):
         for reason in (r for r in Termination if r.truncated):  # the share of samples each termination masked
             info[f"loss_masked_{reason.value}"] = float(truncation_masked and trajectory.termination == reason.value)
         extra: dict[str, Any] = {"reward_extra_info": info}
-        turn_level = self.config.algorithm.adv_estimator == MT_GRPO
-        if turn_level:  # what the mt_grpo estimator reads (advantages.py)
+        turn_level = self.state.turn_level
+        if turn_level:
             extra["turn_rewards"] = turn_rewards(scores.rewards[position],
                                                  turn_facts([asdict(t) for t in trajectory.turns]),
                                                  self.state.agent.limits.max_turns, self.state.turn_credit)

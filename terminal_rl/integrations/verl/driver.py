@@ -16,7 +16,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from terminal_rl.console import Console, MetricsFollower, header_lines, quiet_console, step_line, validation_line
+from terminal_rl.console import (Console, MetricsFollower, header_lines, log_row, quiet_console, row_line, step_line,
+                                 validation_line)
 from terminal_rl.plot import plot_run
 from terminal_rl.run_context import RunContext
 
@@ -154,7 +155,7 @@ def train(cfg: DictConfig, env: dict[str, str] | None = None) -> None:
     log_file = run.log_dir / "train.log"
     with quiet_console(log_file, bool(cfg.verbose)) as console:
         if not cfg.verbose:
-            console.print(f"  log         {log_file}  (verbose=true shows it here)")
+            console.print(row_line(*log_row(log_file)))
         start_ray(cfg, env)
         start_services(cfg)
 

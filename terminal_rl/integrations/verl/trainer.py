@@ -123,22 +123,23 @@ class TerminalTrainer(PPOTrainerSync):
         logged. A step whose every group is masked has no loss token, and verl's rollout correction
         refuses such a batch (``trainer/ppo/rollout_corr_helper.py`` l. 837-838): it is skipped for
         that step (TB l. 1765 reads ``algorithm.rollout_correction`` there)."""
+        turn_level = self.config.algorithm.adv_estimator == MT_GRPO
         fields = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
-                                 select_fields=["response_mask", "extra_fields"])
-        if self.config.algorithm.adv_estimator != MT_GRPO:
-            return self._verl_advantage(batch, metrics, fields)
+                                 select_fields=["response_mask", *(["extra_fields"] if turn_level else [])])
+        if not turn_level:
+            return self._verl_advantage(batch, fields["response_mask"], metrics)
         rows = [{} if tag.get("is_padding", False) else extra
                 for tag, extra in zip(batch.tags, _as_list(fields["extra_fields"]))]
         turns = BatchTurns([[tuple(span) for span in row.get("turn_spans", [])] for row in rows],
                            [list(row.get("turn_rewards", [])) for row in rows],
                            to_dataclass(self.config.credit.turn, TurnCredit))
         with turns_for_batch(turns):
-            batch = self._verl_advantage(batch, metrics, fields)
+            batch = self._verl_advantage(batch, fields["response_mask"], metrics)
         metrics.update(turns.metrics)
         return batch
 
-    def _verl_advantage(self, batch, metrics, fields):
-        if int(fields["response_mask"].values().sum()) > 0:
+    def _verl_advantage(self, batch, response_mask, metrics):
+        if int(response_mask.values().sum()) > 0:
             return super()._compute_advantage(batch, metrics)
         algorithm = self.config.algorithm
         correction = algorithm.get("rollout_correction")
