@@ -87,7 +87,6 @@ class SandboxConfig:
     docker_host: str
     max_sandboxes: int
     docker_threads: int
-    min_free_disk_gb: float
     base_images: BaseImagesConfig
     build: BuildConfig
     container: ContainerConfig

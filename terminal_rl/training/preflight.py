@@ -304,13 +304,14 @@ def check_disk(cfg: DictConfig) -> list[str]:
         places["the container engine's data root"] = Path(docker_client(sandbox.docker_host).info()["DockerRootDir"])
     except (DockerException, KeyError):
         pass  # check_docker reports an engine that does not answer
+    floor = float(cfg.hardware.min_free_disk_gb)
     problems = []
     for name, path in places.items():
         existing = next(p for p in (path, *path.parents) if p.exists())
         free_gb = shutil.disk_usage(existing).free / 2**30
-        if free_gb < sandbox.min_free_disk_gb:
-            problems.append(f"{name} ({path}) has {free_gb:.1f} GB free, below sandbox.min_free_disk_gb="
-                            f"{sandbox.min_free_disk_gb:g}; free space or point it elsewhere")
+        if free_gb < floor:
+            problems.append(f"{name} ({path}) has {free_gb:.1f} GB free, below hardware.min_free_disk_gb="
+                            f"{floor:g}; free space or point it elsewhere")
     return problems
 
 

@@ -5,7 +5,7 @@ the sampler's first draws (predicted exactly: draws are a pure function of the s
 ``curriculum/sampler.py``). A task whose image does not build is recorded in the run's image report
 with its reason; the curriculum then leaves it out of the sampling pool and the validation rows, and
 the draws are predicted again without it. The remaining images build in a background thread during
-training, one at a time, while the node keeps ``sandbox.min_free_disk_gb`` free; a rollout that meets
+training, one at a time, while the node keeps ``hardware.min_free_disk_gb`` free; a rollout that meets
 an image not built yet builds it itself (one build per image, under its lock).
 """
 
@@ -40,8 +40,9 @@ def first_needed(difficulties: Mapping[str, str], val_ids: Sequence[str], mix: M
 class RunImages:
     """Builds one run's task images on this node and keeps the run's image report."""
 
-    def __init__(self, sandbox: SandboxConfig, run: RunContext, tasks: list[Task]):
+    def __init__(self, sandbox: SandboxConfig, run: RunContext, tasks: list[Task], min_free_disk_gb: float):
         self.sandbox = sandbox
+        self.min_free_disk_gb = min_free_disk_gb
         self.run = run
         self.tasks = {task.id: task for task in tasks}
         self.outcomes: dict[str, BuildOutcome] = {}
@@ -70,7 +71,7 @@ class RunImages:
 
     def build_rest_in_background(self) -> None:
         """Build every other task's image in a daemon thread, one at a time, stopping before the disk
-        under the node-local root falls below ``sandbox.min_free_disk_gb``."""
+        under the node-local root falls below ``hardware.min_free_disk_gb``."""
         rest = [task for task_id, task in sorted(self.tasks.items()) if task_id not in self.outcomes]
         if rest:
             self._thread = threading.Thread(target=lambda: asyncio.run(self._build(rest, 1, None, check_disk=True)),
@@ -97,4 +98,4 @@ class RunImages:
     def _disk_low(self) -> bool:
         root = self.run.node_local_dir
         existing = next(p for p in (root, *root.parents) if p.exists())
-        return shutil.disk_usage(existing).free / 2**30 < self.sandbox.min_free_disk_gb
+        return shutil.disk_usage(existing).free / 2**30 < self.min_free_disk_gb

@@ -148,10 +148,10 @@ def test_a_ten_turn_episode_is_not_cut_at_four_thousand_tokens():
 def test_node_checks_name_a_disk_without_room():
     from terminal_rl.training.preflight import check_disk
 
-    problems = check_disk(train_config("hardware=cpu", "model=tiny", "sandbox.min_free_disk_gb=1000000"))
+    problems = check_disk(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1000000"))
     assert [p.split(" (")[0] for p in problems] == ["run.node_local_root", "the container engine's data root"]
-    assert "below sandbox.min_free_disk_gb=1e+06" in problems[0]
-    assert check_disk(train_config("hardware=cpu", "model=tiny", "sandbox.min_free_disk_gb=1")) == []
+    assert "below hardware.min_free_disk_gb=1e+06" in problems[0]
+    assert check_disk(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1")) == []
 
 
 @pytest.mark.docker

@@ -97,7 +97,7 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
     from terminal_rl.training.run_images import RunImages, first_needed
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)
-    images = RunImages(sandbox, run, prepared.train + prepared.val)
+    images = RunImages(sandbox, run, prepared.train + prepared.val, float(cfg.hardware.min_free_disk_gb))
     mix = schedule.difficulty_mix(CurriculumState())
     keep = read_keep_list(cfg.data_filter.keep_list) if cfg.data_filter.get("keep_list") else None
     difficulties = {t.id: t.difficulty.value for t in prepared.train}
