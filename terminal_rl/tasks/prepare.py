@@ -16,7 +16,7 @@ from terminal_rl.run_context import RunContext
 from terminal_rl.tasks.model import Difficulty, Task
 from terminal_rl.tasks.splits import split_by_difficulty
 from terminal_rl.tasks.store import TaskStore
-from terminal_rl.tasks.task_set import TaskSetConfig, load_task_set
+from terminal_rl.tasks.task_set import TaskSetConfig, load_task_set, validation_source
 from terminal_rl.tasks.validation import Problem, validate_tasks
 from terminal_rl.tasks.verl_rows import task_row, write_rows
 
@@ -38,10 +38,26 @@ class PreparedTaskSet:
         }
 
 
-def prepare_task_set(task_set: TaskSetConfig, run: RunContext, agent_name: str) -> PreparedTaskSet:
+def train_and_val(task_set: TaskSetConfig) -> tuple[list[Task], list[Task], list[Problem]]:
+    """The valid tasks of each split and every rejected task's problem. Validation is
+    ``task_set.val_fraction`` of the source, or all of ``task_set.validation``'s (then every valid task
+    of the source trains)."""
     loaded = load_task_set(task_set)
     report = validate_tasks(loaded.tasks, loaded.problems)
-    train, val = split_by_difficulty(report.valid, task_set.val_fraction, task_set.split_seed)
+    held_out = validation_source(task_set)
+    if held_out is None:
+        train, val = split_by_difficulty(report.valid, task_set.val_fraction, task_set.split_seed)
+        return train, val, report.problems
+    other = load_task_set(held_out)
+    val_report = validate_tasks(other.tasks, other.problems)
+    train, val = sorted(report.valid, key=lambda t: t.id), sorted(val_report.valid, key=lambda t: t.id)
+    if {t.id for t in train} & {t.id for t in val}:
+        raise ValueError("task_set.validation shares task ids with the training source")
+    return train, val, report.problems + val_report.problems
+
+
+def prepare_task_set(task_set: TaskSetConfig, run: RunContext, agent_name: str) -> PreparedTaskSet:
+    train, val, problems = train_and_val(task_set)
     store = TaskStore(run.task_store_dir)
     files = {}
     for split, tasks in (("train", train), ("val", val)):
@@ -52,7 +68,7 @@ def prepare_task_set(task_set: TaskSetConfig, run: RunContext, agent_name: str) 
         ]
         files[split] = run.data_dir / f"{split}.parquet"
         write_rows(rows, files[split])
-    prepared = PreparedTaskSet(train, val, report.problems, files["train"], files["val"],
+    prepared = PreparedTaskSet(train, val, problems, files["train"], files["val"],
                                run.data_dir / "prepare_report.json")
     _write_report(prepared, task_set)
     return prepared

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
@@ -20,6 +20,7 @@ class SourceFormat(StrEnum):
     TBRL_CSV = "tbrl_csv"
     HARBOR = "harbor"
     TB1 = "tb1"
+    PROCEDURAL = "procedural"
 
 
 _LOADERS = {SourceFormat.TBRL_CSV: load_tbrl_csv, SourceFormat.HARBOR: load_harbor, SourceFormat.TB1: load_tb1}
@@ -27,9 +28,9 @@ _LOADERS = {SourceFormat.TBRL_CSV: load_tbrl_csv, SourceFormat.HARBOR: load_harb
 
 @dataclass(frozen=True)
 class TaskSetConfig:
-    # Source format: tbrl_csv | harbor | tb1.
+    # Source format: tbrl_csv | harbor | tb1 | procedural.
     format: str
-    # CSV file or task folder(s); relative to the project root.
+    # CSV file or task folder(s), relative to the project root; procedural: the family's name.
     path: str
     # verl's data_source column: names the task set in metrics.
     data_source: str
@@ -41,6 +42,11 @@ class TaskSetConfig:
     # Keep only these difficulties / task ids (empty: all).
     difficulties: list[str] = field(default_factory=list)
     task_ids: list[str] = field(default_factory=list)
+    # procedural only: count, seed, levels, exclude_seeds and exclude_count of generation/procedural.py.
+    procedural: dict[str, Any] = field(default_factory=dict)
+    # Validate on another source instead of val_fraction of this one (e.g. a held-out seed of a
+    # procedural family): the keys that differ from this config (dict values merge). Empty: a split.
+    validation: dict[str, Any] = field(default_factory=dict)
 
     @property
     def limits(self) -> Limits:
@@ -58,9 +64,26 @@ def task_set_config(node: DictConfig) -> TaskSetConfig:
     return config
 
 
+def validation_source(config: TaskSetConfig) -> TaskSetConfig | None:
+    """The config of the separate validation source (``validation``), or None for a split."""
+    if not config.validation:
+        return None
+    unknown = sorted(set(config.validation) - {f.name for f in fields(TaskSetConfig)})
+    if unknown:
+        raise ValueError(f"task_set.validation has unknown keys {unknown}")
+    changed = {key: {**getattr(config, key), **value} if isinstance(value, dict) else value
+               for key, value in config.validation.items()}
+    return replace(config, **changed, validation={})
+
+
 def load_task_set(config: TaskSetConfig) -> LoadResult:
     """Load the configured source, keeping only the configured difficulties and task ids."""
-    result = _LOADERS[SourceFormat(config.format)](project_path(config.path), config.limits)
+    if config.format == SourceFormat.PROCEDURAL:
+        from terminal_rl.generation.procedural import procedural_tasks
+
+        result = LoadResult(procedural_tasks(config.path, limits=config.limits, **config.procedural))
+    else:
+        result = _LOADERS[SourceFormat(config.format)](project_path(config.path), config.limits)
     if config.difficulties:
         result.tasks = [t for t in result.tasks if t.difficulty.value in config.difficulties]
     if config.task_ids:

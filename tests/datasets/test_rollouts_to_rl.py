@@ -131,7 +131,8 @@ def test_sft_through_verl_lowers_the_loss_and_saves_a_hugging_face_model(sft):
     assert len(losses) == 4 and losses[-1] < losses[0], losses
     assert (out / "model" / "config.json").is_file() and (out / "model" / "model.safetensors").is_file()
     assert (out / "model" / "tokenizer_config.json").is_file(), "the tokenizer travels with the model"
-    assert "sft step 4: loss" in result.stdout and f"model.path={out / 'model'}" in result.stdout
+    assert "sft step 1: loss" in result.stdout and "SFT done: 4 steps" in result.stdout
+    assert f"model.path={out / 'model'}" in result.stdout
     assert "TrainedTokensDataset" not in result.stdout + result.stderr, "verl's config dump is in train.log"
     assert "TrainedTokensDataset" in (out / "train.log").read_text()
 

@@ -18,7 +18,7 @@ ARCHITECTURE = dict(layers=2, hidden_size=64, attention_heads=4, kv_heads=2, hea
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", ARCHITECTURE)
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", ARCHITECTURE, "qwen3")
 
 
 @pytest.fixture(scope="module")

@@ -69,3 +69,33 @@ def test_the_estimator_refuses_to_run_without_the_batch_turns():
     with pytest.raises(RuntimeError, match="needs each row's turn spans"):
         get_adv_estimator_fn("mt_grpo")(token_level_rewards=torch.zeros(1, 2), response_mask=torch.ones(1, 2),
                                        index=np.array(["g"], dtype=object), config=None)
+
+
+def test_the_shuffled_control_is_verl_grpo_of_each_groups_rewards_in_another_order():
+    """Through verl's compute_advantage and registry: each group's advantages are verl's GRPO
+    advantages of a permutation of that group's rewards, spread over the response tokens."""
+    from omegaconf import OmegaConf
+    from verl import DataProto
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from terminal_rl.integrations.verl.advantages import GRPO_SHUFFLED
+    from terminal_rl.rewards.shuffle_control import shuffle_within_groups
+
+    rewards = [1.0, 0.0, 0.3, 0.0, 1.0, 0.7, 0.2, 0.9]
+    uids = ["a", "a", "a", "a", "b", "b", "b", "b"]
+    mask = torch.ones(8, 4)
+    mask[1, 3] = 0
+    token_rewards = torch.zeros(8, 4)
+    token_rewards[:, 2] = torch.tensor(rewards)
+    data = DataProto.from_dict(tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array(uids, dtype=object)})
+    out = compute_advantage(data, adv_estimator=GRPO_SHUFFLED, config=OmegaConf.create({"norm_adv_by_std_in_grpo": True}))
+    shuffled = torch.zeros(8, 4)
+    shuffled[:, 0] = torch.tensor(shuffle_within_groups(rewards, uids))
+    expected, _ = compute_grpo_outcome_advantage(shuffled, mask, np.array(uids, dtype=object))
+    assert torch.allclose(out.batch["advantages"], expected)
+    assert out.batch["advantages"][1, 3] == 0  # masked token
+    plain, _ = compute_grpo_outcome_advantage(token_rewards, mask, np.array(uids, dtype=object))
+    assert not torch.allclose(out.batch["advantages"], plain)  # this draw is not the identity
+    assert sorted(out.batch["advantages"][:4, 0].tolist()) == pytest.approx(sorted(plain[:4, 0].tolist()))

@@ -14,8 +14,9 @@ from terminal_rl.training.preflight import run_preflight, supported_pairs
 from tests.training.conftest import train_config
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qwen3_32b_h100_4x8.yaml"
-# Checks that need the machine (dataset on disk, Docker) are covered elsewhere.
-OFFLINE = ("check_dataset", "check_docker", "check_flash_attention")
+# Checks of the machine (dataset on disk, Docker, free disk, flash-attn) are covered elsewhere: a GPU
+# preset's node is not this one.
+OFFLINE = ("check_dataset", "check_docker", "check_disk", "check_flash_attention")
 
 
 def split_pair(pair: str) -> tuple[str, str]:

@@ -28,6 +28,8 @@ class FamilyTask:
     # bash that solves the task from the initial state.
     solution: str
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # bash a plausible wrong attempt would run (SFT demonstrations with room to learn); None: no such.
+    mistake: str | None = None
 
 
 def pytest_file(*functions: str) -> str:

@@ -1,5 +1,6 @@
-"""MT-GRPO as a verl advantage estimator (``algorithm.adv_estimator=mt_grpo``), registered through
-verl's own ``register_adv_est``; the outcome part is verl's GRPO estimator itself.
+"""Our advantage estimators, registered through verl's own ``register_adv_est``, each built on verl's GRPO
+estimator itself: MT-GRPO (``algorithm.adv_estimator=mt_grpo``) and the learning proof's control
+(``grpo_shuffled``: GRPO on each group's rewards in random order, ``rewards/shuffle_control.py``).
 
 verl calls a registered estimator with the token-level rewards, the response mask, the group index
 and the algorithm config only (``trainer/ppo/ray_trainer.py`` l. 248-279), so turn boundaries cannot
@@ -23,9 +24,11 @@ import numpy as np
 import torch
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, register_adv_est
 
+from terminal_rl.rewards.shuffle_control import shuffle_within_groups
 from terminal_rl.rewards.turn_credit import TurnCredit, token_turns, turn_advantages
 
 MT_GRPO = "mt_grpo"
+GRPO_SHUFFLED = "grpo_shuffled"
 # Per-position advantage metrics are logged for the first turns only (the rest would flood the logger).
 LOGGED_POSITIONS = 8
 
@@ -79,6 +82,21 @@ def mt_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Te
     row_outcome = (outcome * response_mask).sum(-1) / tokens.clamp(min=1)
     turns.metrics.update(position_metrics(row_outcome, per_turn, credit.alpha, tokens > 0))
     return advantages, advantages
+
+
+@register_adv_est(GRPO_SHUFFLED)
+def shuffled_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray,
+                            config=None, **_) -> tuple[torch.Tensor, torch.Tensor]:
+    """verl's GRPO advantage of each group's rewards shuffled among the group's rows. verl's GRPO
+    reads a row's reward as the sum of its token-level rewards (``core_algos.py`` l. 304), so the
+    shuffled reward is placed on the first token. Every row is a trajectory (``agent.history=append``,
+    checked by preflight). Shapes as ``mt_grpo_advantage``."""
+    scores = token_level_rewards.sum(dim=-1).tolist()
+    shuffled = torch.zeros_like(token_level_rewards)
+    shuffled[:, 0] = torch.tensor(shuffle_within_groups(scores, [str(i) for i in index]), dtype=shuffled.dtype)
+    by_std = bool(config.get("norm_adv_by_std_in_grpo", True)) if config is not None else True
+    epsilon = float(config.get("epsilon", 1e-6)) if config is not None else 1e-6
+    return compute_grpo_outcome_advantage(shuffled, response_mask, index, epsilon, by_std)
 
 
 def position_metrics(outcome: torch.Tensor, per_turn: list[list[float]], alpha: float,

@@ -57,13 +57,15 @@ def apply_environment(env: dict[str, str]) -> None:
 
 
 def prepare(cfg: DictConfig, console) -> None:
-    """Tiny model (if selected and missing), the run's dataset, the console header and the run's first
-    task images, before any worker starts."""
+    """The warm start and the tiny model (if configured and missing), the run's dataset, the console
+    header and the run's first task images, before any worker starts."""
+    from terminal_rl.models.tiny import ensure_tiny_model
     from terminal_rl.tasks.prepare import prepare_task_set
     from terminal_rl.tasks.task_set import task_set_config
+    from terminal_rl.training.warm_start import ensure_warm_start
 
-    from terminal_rl.models.tiny import ensure_tiny_model
-
+    if cfg.warm_start:
+        ensure_warm_start(cfg, console)
     ensure_tiny_model(cfg.model)
     from terminal_rl.curriculum.plot import plot_schedule
     from terminal_rl.integrations.verl.curriculum import run_schedule

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,9 @@ from terminal_rl.config import PROJECT_ROOT, project_path
 from terminal_rl.console import MetricsFollower
 from terminal_rl.integrations.verl.driver import PLUGIN
 from terminal_rl.integrations.verl.export import merge_checkpoint
+
+# Seconds between two step lines on the console (every step is in the metrics file).
+ECHO_EVERY_SEC = 5.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ def check_inputs(cfg: DictConfig) -> None:
 
 
 def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
-    """Run verl's SFT trainer to the end; ``echo`` gets one line per step. A model path that is not a
+    """Run verl's SFT trainer to the end; ``echo`` gets a step's line at most every ``ECHO_EVERY_SEC``
+    (the first step's at once). A model path that is not a
     local folder goes to verl as it is (a Hub id)."""
     check_inputs(cfg)
     out.mkdir(parents=True, exist_ok=True)
@@ -61,15 +66,21 @@ def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
            "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONPATH": str(PROJECT_ROOT)}
     if env.get("VERL_PLATFORM") == "cpu":
         env.pop("CUDA_VISIBLE_DEVICES", None)
+        # The trainer has the machine to itself (the cpu preset's one thread is for Ray's many processes).
+        env["OMP_NUM_THREADS"] = str(max(1, int(cfg.hardware.cpus_per_node) // int(cfg.verl.trainer.n_gpus_per_node)))
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc_per_node={cfg.verl.trainer.n_gpus_per_node}", "-m", "verl.trainer.sft_trainer",
                f"--config-path={out.resolve()}", f"--config-name={config_file.stem}"]
     metrics.unlink(missing_ok=True)
     losses: list[float] = []
+    last_echo = [0.0]
 
     def on_step(step: int, data: dict) -> None:
         if "train/loss" in data:
             losses.append(data["train/loss"])
+            if time.monotonic() - last_echo[0] < ECHO_EVERY_SEC:
+                return
+            last_echo[0] = time.monotonic()
             echo(f"sft step {step}: loss {data['train/loss']:.4f}  grad norm {data.get('train/grad_norm', 0):.3f}  "
                  f"lr {data.get('train/lr', 0):.2e}  tokens {int(data.get('train/global_tokens', 0))}")
 

@@ -1,0 +1,62 @@
+"""SFT warm start before GRPO (``warm_start`` in the train config), made once and cached.
+
+The chain is our own apps, each in its own process and each resumable:
+0. ``python -m terminal_rl.models.tiny``: the ``model`` preset's random model (and tokenizer);
+1. demonstrations: the train split's solutions as model turns (``generation/demonstrations.py``,
+   a disclosed ``mistake_share`` of them wrong in a plausible way);
+2. ``python -m terminal_rl.evaluate policy=scripted``: played in real sandboxes and verified, so the
+   records carry real observations and scores;
+3. ``python -m terminal_rl.datasets build``: SFT records in the training rendering;
+4. ``python -m terminal_rl.sft``: verl's SFT trainer from the ``model`` preset's (random) weights.
+The result, ``<output_root>/<warm_start.run_id>/sft/model``, is the training run's ``model.path``;
+a run that finds it there starts at once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from terminal_rl.config import project_path
+
+
+def ensure_warm_start(cfg: DictConfig, console) -> Path:
+    """The warm-started model, made first if missing. Raises when a step of the chain fails, naming
+    the step and its log."""
+    from terminal_rl.generation.demonstrations import demonstrations
+    from terminal_rl.tasks.prepare import train_and_val
+    from terminal_rl.tasks.task_set import task_set_config
+
+    warm, root = cfg.warm_start, project_path(cfg.run.output_root)
+    model = root / warm.run_id / "sft" / "model"
+    if (model / "config.json").is_file():
+        return model
+    if project_path(cfg.model.path) != model:
+        raise ValueError(f"warm_start makes {model}, but model.path is {cfg.model.path}: point model.path at it")
+    console.print(f"warm start: SFT of {warm.model} on demonstrations, once, into {model}")
+    train, _, _ = train_and_val(task_set_config(cfg.task_set))
+    scripts = demonstrations(train, cfg.agent.protocol, float(warm.mistake_share), int(warm.seed))
+    script_file = root / warm.run_id / "demonstrations.json"
+    script_file.parent.mkdir(parents=True, exist_ok=True)
+    script_file.write_text(json.dumps(scripts, indent=1) + "\n", encoding="utf-8")
+    run = [f"run.id={warm.run_id}", f"run.output_root={root}"]
+    thinking = str(bool(cfg.data.apply_chat_template_kwargs.enable_thinking)).lower()
+    steps = [
+        ["models.tiny", f"run.output_root={root}", f"model={warm.model}"],
+        ["evaluate", *run, f"agent={warm.agent}", f"task_set={warm.task_set}", f"task_ids=[{','.join(scripts)}]",
+         "policy=scripted", f"policy.script={script_file}", f"concurrency={warm.concurrency}"],
+        ["datasets", "build", *run, f"agent={warm.agent}", f"model={warm.model}", f"enable_thinking={thinking}",
+         "sft.min_score=0"],
+        ["sft", *run, f"model={warm.model}", f"verl.trainer.total_epochs={warm.epochs}"],
+    ]
+    for app, *args in steps:
+        if subprocess.run([sys.executable, "-m", f"terminal_rl.{app}", *args]).returncode != 0:
+            raise RuntimeError(f"warm start: python -m terminal_rl.{app} {' '.join(args)} failed "
+                               f"(its log: {root / warm.run_id / 'logs'})")
+    if not (model / "config.json").is_file():
+        raise RuntimeError(f"warm start: the SFT app finished without writing {model}")
+    return model

@@ -1,0 +1,52 @@
+"""task_set.format=procedural and a separate validation source: the learning proof's training tasks
+and its held-out tasks of fresh parameters (no instruction of the training seed's)."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from terminal_rl.config import compose
+from terminal_rl.generation.procedural import procedural_tasks
+from terminal_rl.tasks.prepare import train_and_val
+from terminal_rl.tasks.task_set import task_set_config, validation_source
+from tests.support import SMALL_LIMITS
+
+LEVELS = ["easy", "medium", "hard"]
+
+
+def write_value_config(*overrides: str):
+    return task_set_config(compose("evaluate", ["task_set=write_value", *overrides]).task_set)
+
+
+def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
+    train = procedural_tasks("write_value", 300, 0, LEVELS, SMALL_LIMITS)
+    held_out = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0], exclude_count=300)
+    assert len(held_out) == 60 and [t.difficulty.value for t in held_out] == LEVELS * 20
+    assert not {t.prompt for t in train} & {t.prompt for t in held_out}
+    short = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0])
+    assert {t.prompt for t in train} & {t.prompt for t in short}, "excluding 60 training draws, not 300"
+    plain = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS)
+    assert {t.prompt for t in train} & {t.prompt for t in plain}, "without the exclusion some repeat"
+    assert all(t.metadata.get("mistake") for t in held_out if t.difficulty.value == "hard")
+    assert not any("mistake" in t.metadata for t in held_out if t.difficulty.value != "hard")
+    with pytest.raises(ValueError, match="seed=0 is one of exclude_seeds"):
+        procedural_tasks("write_value", 3, 0, LEVELS, SMALL_LIMITS, exclude_seeds=[0])
+
+
+def test_a_validation_source_replaces_the_split():
+    split = write_value_config("task_set.procedural.count=30")
+    train, val, problems = train_and_val(split)
+    assert (len(train), len(val), problems) == (27, 3, [])
+    config = write_value_config("task_set.procedural.count=30", "+task_set.validation={procedural: "
+                                "{seed: 1, exclude_seeds: [0], exclude_count: 30, count: 9}}")
+    held = validation_source(config)
+    assert held.procedural == {"count": 9, "seed": 1, "levels": LEVELS, "exclude_seeds": [0], "exclude_count": 30}
+    train, val, _ = train_and_val(config)
+    assert len(train) == 30 and len(val) == 9
+    assert not {t.prompt for t in train} & {t.prompt for t in val}
+    assert {t.id.split("-s")[1][0] for t in val} == {"1"}
+
+
+def test_unknown_validation_keys_are_named():
+    config = write_value_config("+task_set.validation={seeds: 1}")
+    with pytest.raises(ValueError, match=r"task_set.validation has unknown keys \['seeds'\]"):
+        validation_source(config)
