@@ -28,7 +28,7 @@ from terminal_rl.sandbox.build_report import failure_line
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.tasks.model import Difficulty
-from terminal_rl.tasks.splits import split_by_difficulty
+from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.task_set import load_task_set, task_set_config
 from terminal_rl.tasks.validation import validate_tasks
 
@@ -38,7 +38,7 @@ def select_tasks(cfg: DictConfig):
     loaded = load_task_set(task_set)
     tasks = validate_tasks(loaded.tasks, loaded.problems).valid
     if cfg.split != "all":
-        train, val = split_by_difficulty(tasks, task_set.val_fraction, task_set.split_seed)
+        train, val, _ = train_and_val(task_set)  # the training run's own splits
         tasks = {"train": train, "val": val}[cfg.split]
     if cfg.task_ids:
         missing = sorted(set(cfg.task_ids) - {t.id for t in tasks})
