@@ -120,8 +120,11 @@ def sandbox_config(engine) -> SandboxConfig:
 
 @pytest.fixture(scope="session")
 def run_context(tmp_path_factory) -> RunContext:
+    """One run per xdist worker: its run id labels the worker's containers, so a worker's check that none
+    are left never sees another worker's live sandboxes."""
     root = tmp_path_factory.mktemp("run")
-    return RunContext.from_config(RunConfig(id="pytest", output_root=str(root / "shared"),
+    run_id = f"pytest-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    return RunContext.from_config(RunConfig(id=run_id, output_root=str(root / "shared"),
                                             node_local_root=str(root / "local")))
 
 

@@ -54,6 +54,14 @@ def test_cpu_run_checkpoints_export_to_loadable_hugging_face_folders(cpu_run):
     for folder in folders:
         assert {"model.safetensors", "config.json", "tokenizer.json", "chat_template.jinja"} <= \
             {p.name for p in folder.iterdir()}
+    from safetensors import safe_open
+
+    # The run trains LoRA (experiment=cpu_smoke): the export is merged (every weight under its Hugging
+    # Face name), the adapter beside it, its B trained away from verl's zero init.
+    _, info = AutoModelForCausalLM.from_pretrained(folders[1], output_loading_info=True)
+    assert not any(info.values()), info
+    with safe_open(str(folders[1] / "lora_adapter" / "adapter_model.safetensors"), "pt") as adapter:
+        assert any(adapter.get_tensor(k).abs().sum() > 0 for k in adapter.keys() if "lora_B" in k), "steps trained B"
     first, last = (AutoModelForCausalLM.from_pretrained(folder) for folder in folders)
     tokenizer = AutoTokenizer.from_pretrained(folders[1])
     assert last(**tokenizer("ls -la", return_tensors="pt")).logits.shape[-1] == last.config.vocab_size

@@ -140,12 +140,15 @@ def image_tag(task: Task, inputs: BuildInputs) -> str:
 
 
 class TaskImages:
-    """Builds task images through one daemon, once per build hash."""
+    """Builds task images through one daemon, once per build hash. Remembers the images it found or
+    built, so a family's thousands of tasks sharing one image ask the engine once (listing images by
+    label takes ~0.3 s on a daemon holding a few hundred)."""
 
     def __init__(self, docker: AsyncDocker, config: BuildConfig, lock_dir: Path):
         self._docker = docker
         self._config = config
         self._lock_dir = lock_dir
+        self._known: dict[str, str] = {}  # build hash -> tag
 
     async def ensure(self, task: Task) -> BuiltImage:
         """The task's image, built if it does not exist yet. Never pulls."""
@@ -161,13 +164,16 @@ class TaskImages:
             raise ImageBuildError(task.id, f"base image {', '.join(absent)} is not present locally (builds never "
                                            "pull; `python -m terminal_rl.sandbox images bootstrap` provides the "
                                            "ones a recipe covers, `tasks prepare` names the fix for the others)", "")
-        existing = await self._docker.call(self._image_with_hash, inputs.build_hash)
+        existing = self._known.get(inputs.build_hash) or await self._docker.call(self._image_with_hash, inputs.build_hash)
         if existing:
+            self._known[inputs.build_hash] = existing
             return BuiltImage(existing, True, time.monotonic() - started)
         tag, built = await self._docker.call(self._build_locked, task, inputs, image_tag(task, inputs))
+        self._known[inputs.build_hash] = tag
         return BuiltImage(tag, not built, time.monotonic() - started)
 
     async def remove(self, image: str) -> None:
+        self._known = {build_hash: tag for build_hash, tag in self._known.items() if tag != image}
         await self._docker.call(self._docker.api.remove_image, image, force=True)
 
     async def _bases(self, dockerfile: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import project_path
 
@@ -48,15 +48,24 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
     steps = [
         ["models.tiny", f"run.output_root={root}", f"model={warm.model}"],
         ["evaluate", *run, f"agent={warm.agent}", f"task_set={warm.task_set}", f"task_ids=[{','.join(scripts)}]",
-         "policy=scripted", f"policy.script={script_file}", f"concurrency={warm.concurrency}"],
+         *procedural_overrides(cfg.task_set), "policy=scripted", f"policy.script={script_file}",
+         f"concurrency={warm.concurrency}"],
         ["datasets", "build", *run, f"agent={warm.agent}", f"model={warm.model}", f"enable_thinking={thinking}",
          "sft.min_score=0"],
         ["sft", *run, f"model={warm.model}", f"verl.trainer.total_epochs={warm.epochs}"],
     ]
     for app, *args in steps:
         if subprocess.run([sys.executable, "-m", f"terminal_rl.{app}", *args]).returncode != 0:
-            raise RuntimeError(f"warm start: python -m terminal_rl.{app} {' '.join(args)} failed "
-                               f"(its log: {root / warm.run_id / 'logs'})")
+            raise RuntimeError(f"warm start: python -m terminal_rl.{app} failed (its log: {root / warm.run_id / 'logs'})")
     if not (model / "config.json").is_file():
         raise RuntimeError(f"warm start: the SFT app finished without writing {model}")
     return model
+
+
+def procedural_overrides(task_set: DictConfig) -> list[str]:
+    """The training run's procedural settings (count, seed, levels...) for the evaluate app, whose
+    ``task_set`` preset alone would make the preset's tasks, not the run's."""
+    if task_set.format != "procedural":
+        return []
+    return [f"task_set.procedural.{key}={json.dumps(value)}"
+            for key, value in OmegaConf.to_container(task_set.procedural, resolve=True).items()]

@@ -1,7 +1,9 @@
 """From episodes to datasets to SFT to RL, end to end on this machine: scripted and oracle evaluation
 episodes in real sandboxes plus the shared CPU run's rollouts -> `python -m terminal_rl.datasets
 build` (a planted forged-fixture episode is removed with its reason) -> `python -m terminal_rl.sft`
-(verl's SFT trainer, a few steps, the loss falls) -> the SFT model starts a GRPO run."""
+(verl's SFT trainer, a few steps, the loss falls) -> the SFT model is evaluated. That an SFT model
+starts a GRPO run is the main command's test (tests/training/test_main_command.py: the warm start's
+SFT model trains), and LoRA with MT-GRPO is the shared CPU run's (tests/training/test_cpu_training.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ from terminal_rl.config import PROJECT_ROOT
 from tests.agent.test_episodes import PARSER
 from tests.conftest import SMOKE_TASKS
 from tests.fake_llm_server import FakeLLMServer
-from tests.judge.conftest import verdict
 
 pytestmark = pytest.mark.docker
 
@@ -135,54 +136,6 @@ def test_sft_through_verl_lowers_the_loss_and_saves_a_hugging_face_model(sft):
     assert f"model.path={out / 'model'}" in result.stdout
     assert "TrainedTokensDataset" not in result.stdout + result.stderr, "verl's config dump is in train.log"
     assert "TrainedTokensDataset" in (out / "train.log").read_text()
-
-
-def graded_judge():
-    """A judge whose grades cycle 0, 1/2, 1 over its requests: a group of three then mixes a zero
-    reward with positive ones, where MT-GRPO's efficiency term (only when R > 0) and its discount give
-    the turns of one trajectory different advantages."""
-    grades = iter([0.0, 0.5, 1.0] * 100)
-
-    def reply(body):
-        grade = next(grades)
-        return verdict(action_output_success=grade, todo_planning=grade, phase_adherence=grade, tool_effectiveness=grade)
-
-    return reply
-
-
-def test_the_sft_model_starts_a_grpo_run_with_lora_and_turn_level_credit(sft, demos):
-    """One step of experiment=cpu_smoke (LoRA rank 8, MT-GRPO) from the SFT model, three rollouts of
-    one prompt, rewarded by tests and the judge; its checkpoint exports as a plain Hugging Face model."""
-    out, _ = sft
-    with FakeLLMServer(graded_judge()) as judge:
-        result = app("terminal_rl.train", "experiment=cpu_smoke", "run.id=warm", f"run.output_root={demos}",
-                     f"model.path={out / 'model'}", "trainer.total_training_steps=1", "curriculum=none",
-                     "reward_mix=tests65_judge35", f"judge.base_url={judge.base_url}", "judge.model=openai/test-judge",
-                     "judge.api_key_env=", "data_filter=none", "trainer.test_freq=-1", "credit.turn.gamma=0.5",
-                     "model_hardware.rollouts_per_prompt=3", "model_hardware.prompts_per_step=1",
-                     "model_hardware.micro_batch_per_gpu=1",
-                     f"task_set.task_ids=[{CSV_TASK},csv-filter-by-value,base64-decode-secret-message]")
-    run = demos / "warm"
-    [metrics] = (run / "logs").glob("metrics.*.jsonl")
-    [step] = [json.loads(line) for line in metrics.read_text().splitlines()]
-    assert step["step"] == 1 and "step 1/1" in result.stdout and "mt_grpo, LoRA rank 8 alpha 16" in result.stdout
-    assert f"'path': '{out / 'model'}'" in (run / "logs" / "train.log").read_text(), "verl trained the SFT model"
-    assert "PeftModelForCausalLM" in (run / "logs" / "train.log").read_text(), "verl wrapped the model with LoRA"
-    figures = step["data"]
-    assert figures["advantage/turn_spread"] > 0, "turns of one trajectory got different advantages"
-    assert {"advantage/turn_0/mean", "advantage/turn_0/std"} <= set(figures)
-    assert "rollout/loss_masked_max_turns" in figures and "rollout/loss_masked_context_exhausted" in figures
-    # The LoRA checkpoint exports merged (every weight under its Hugging Face name), the adapter the
-    # step trained beside it (B starts at zero; at lr 1e-6 the merged change is below bf16's resolution).
-    from safetensors import safe_open
-    from transformers import AutoModelForCausalLM
-
-    app("terminal_rl.export", "run.id=warm", f"run.output_root={demos}")
-    folder = run / "hf" / "global_step_1"
-    _, info = AutoModelForCausalLM.from_pretrained(folder, output_loading_info=True)
-    assert not any(info.values()), info
-    with safe_open(str(folder / "lora_adapter" / "adapter_model.safetensors"), "pt") as adapter:
-        assert any(adapter.get_tensor(k).abs().sum() > 0 for k in adapter.keys() if "lora_B" in k), "the step trained B"
 
 
 @pytest.fixture(scope="module")

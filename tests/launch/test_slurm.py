@@ -21,6 +21,11 @@ from tests.support import free_port, served_overrides
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
 CPU_RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "logger=console", "launcher=slurm"]
+# The training job of the two-node test: the learning proof's small model and tasks, whose steps take
+# seconds (the launcher is under test here, not the model).
+LEARNER_RUN = ["hardware=cpu", "model=tiny_learner", "task_set=write_value", "agent=bash_only", "logger=console",
+               "launcher=slurm", "task_set.procedural.count=30", "model_hardware.prompts_per_step=2",
+               "model_hardware.rollouts_per_prompt=2", "model_hardware.micro_batch_per_gpu=1"]
 SUBMITTED: list[int] = []  # cancelled after each test, so a failed test leaves no job competing for the CPUs
 
 
@@ -97,7 +102,7 @@ def requeued_two_node_job(tmp_path_factory):
     after its step-1 checkpoint: it must resume there and finish step 2 on both nodes. Shared by the
     two tests below (one training job instead of two)."""
     root = tmp_path_factory.mktemp("slurm-train")
-    [job], stdout = train(*CPU_RUN, "hardware.nodes=2", "trainer.total_training_steps=2", "trainer.save_freq=1",
+    [job], stdout = train(*LEARNER_RUN, "hardware.nodes=2", "trainer.total_training_steps=2", "trainer.save_freq=1",
                           "trainer.test_freq=-1", "run.id=sl-train", f"run.output_root={root}")
     latest = root / "sl-train" / "checkpoints" / "latest_checkpointed_iteration.txt"
     deadline = time.monotonic() + 600

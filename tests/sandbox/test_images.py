@@ -81,6 +81,33 @@ def test_tasks_with_the_same_build_inputs_share_one_image(csv_task, sandbox_conf
 
 
 @pytest.mark.docker
+def test_one_instance_asks_the_engine_once_per_image_and_forgets_removed_ones(csv_task, sandbox_config, tmp_path):
+    dockerfile = f"FROM {BASE_IMAGE}\nRUN echo {secrets.token_hex(8)} > /marker\n"
+    tasks = [with_dockerfile(csv_task, dockerfile) for _ in range(3)]
+
+    async def main():
+        docker = AsyncDocker(docker_client(sandbox_config.docker_host), 2)
+        listings = []
+        listing = docker.api.images
+        docker.api.images = lambda *a, **k: listings.append(k) or listing(*a, **k)
+        try:
+            images = TaskImages(docker, sandbox_config.build, tmp_path)
+            first = await images.ensure(tasks[0])
+            before = len(listings)
+            rest = [await images.ensure(task) for task in tasks[1:]]
+            assert len(listings) == before and all(b.cached and b.image == first.image for b in rest)
+            await images.remove(first.image)
+            rebuilt = await images.ensure(tasks[1])
+            assert not rebuilt.cached, "a removed image is built again, not taken from memory"
+            await images.remove(rebuilt.image)
+            return first
+        finally:
+            docker.close()
+
+    assert not asyncio.run(main()).cached
+
+
+@pytest.mark.docker
 def test_two_processes_asking_at_once_build_once(csv_task, sandbox_config, tmp_path):
     task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN sleep 2 && echo {secrets.token_hex(8)} > /marker\n")
     context = multiprocessing.get_context("spawn")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.docker
 
 # Tasks whose images build here without the network (no package installs): quick to build.
 QUIET = re.compile(r"pip|apt|curl|wget|npm|git clone|cargo|go get|gem ")
-TASKS = 20
+TASKS = 10
 
 
 def test_exported_tasks_verify_like_their_originals(tasks, sandbox_config, run_context, tmp_path):

@@ -6,7 +6,8 @@ from omegaconf import OmegaConf
 
 from terminal_rl.config import compose
 from terminal_rl.generation.procedural import procedural_tasks
-from terminal_rl.tasks.prepare import train_and_val
+from terminal_rl.run_context import RunConfig, RunContext
+from terminal_rl.tasks.prepare import prepare_task_set, train_and_val
 from terminal_rl.tasks.task_set import task_set_config, validation_source
 from tests.support import SMALL_LIMITS
 
@@ -50,3 +51,10 @@ def test_unknown_validation_keys_are_named():
     config = write_value_config("+task_set.validation={seeds: 1}")
     with pytest.raises(ValueError, match=r"task_set.validation has unknown keys \['seeds'\]"):
         validation_source(config)
+
+
+def test_an_empty_split_is_refused_before_verl_reads_it(tmp_path):
+    run = RunContext.from_config(RunConfig(id="empty", output_root=str(tmp_path), node_local_root=str(tmp_path / "local")))
+    with pytest.raises(ValueError, match=r"the validation split has no valid task \(8 valid, val_fraction=0.1"):
+        prepare_task_set(write_value_config("task_set.procedural.count=8"), run, "bash_only")
+    assert prepare_task_set(write_value_config("task_set.procedural.count=30"), run, "bash_only").val
