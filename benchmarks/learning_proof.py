@@ -9,8 +9,9 @@ sampler's draws (``task_set.split_seed``), the same for both arms. Held-out pass
 in-training validation on 120 fixed tasks of fresh parameters, greedy: before step 1 (the post-SFT
 figure) and every ``trainer.test_freq`` steps, the same tasks for every arm and seed.
 
-Resumable per seed and arm: a finished run is read, not rerun; an unfinished one resumes from its last
-checkpoint. Writes ``benchmarks/results/learning_proof.json`` (every figure, the per-phase step times
+The SFT warm start is made first (once, cached; timed on its own), so an arm's minutes are its GRPO
+run's. Resumable per seed and arm: a finished run is read, not rerun; an unfinished one resumes from
+its last checkpoint. Writes ``benchmarks/results/learning_proof.json`` (every figure, the per-phase step times
 and the targets) and ``learning_proof.png`` (held-out pass rate against step, one line per seed and arm).
 """
 
@@ -48,6 +49,18 @@ def held_out(run_dir: Path) -> dict[int, float]:
         return {}
     series = metrics[column].dropna()
     return {int(step): float(value) for step, value in series.items()}
+
+
+def warm_start(output_root: Path, extra: list[str]) -> float:
+    """Make the arms' shared SFT warm start if missing; returns the minutes it took (0 when cached)."""
+    from terminal_rl.config import compose
+    from terminal_rl.console import Console
+    from terminal_rl.training.warm_start import ensure_warm_start
+
+    start = time.time()
+    cfg = compose("train", ["experiment=learning_proof", f"run.output_root={output_root}", *extra])
+    ensure_warm_start(cfg, Console(sys.stdout))
+    return (time.time() - start) / 60
 
 
 def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str]) -> dict:
@@ -117,11 +130,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "learning_proof")
     parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
     args = parser.parse_args()
+    warm_minutes = warm_start(args.output_root, args.overrides)
     arms = [run_arm(seed, arm, args.steps, args.output_root, args.overrides) for seed in args.seeds for arm in ARMS]
     # JSON keys are strings: normalise the curves read back from finished arms.
     for arm in arms:
         arm["held_out_pass_rate"] = {int(k): v for k, v in arm["held_out_pass_rate"].items()}
     report = {"command": " ".join(["benchmarks/learning_proof.py", *sys.argv[1:]]), "targets": TARGETS,
+              "warm_start_minutes_this_invocation": warm_minutes,
               "summary": summary(arms, args.seeds), "arms": arms}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")

@@ -3,8 +3,9 @@
 Draw ``i`` of a family takes its parameters from a generator seeded by (family, seed, i) and its
 difficulty cycles through ``levels``, so the same arguments always give the same tasks and another
 seed gives fresh parameters. A held-out split passes the training seeds as ``exclude_seeds`` and the
-training set's size as ``exclude_count``: a draw whose instruction one of those tasks has is skipped,
-so no held-out task repeats a training one.
+training set's size as ``exclude_count``: a draw whose instruction one of those seeds' first
+``exclude_count`` draws has, at any level, is skipped, so no held-out task repeats a training one
+whatever levels either set cycles through.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ def procedural_tasks(family: str, count: int, seed: int, levels: list[str], limi
     if seed in exclude_seeds:
         raise ValueError(f"seed={seed} is one of exclude_seeds={list(exclude_seeds)}: it would exclude itself")
     module = FAMILIES[family]
-    seen = {task.prompt for other in exclude_seeds
-            for task in procedural_tasks(family, exclude_count or count, other, levels, limits)}
+    seen = {module.sample(random.Random(f"{family}/{other}/{index}"), level).instruction
+            for other in exclude_seeds for index in range(exclude_count or count) for level in Difficulty}
     tasks = []
     index = 0
     while len(tasks) < count:

@@ -23,6 +23,8 @@ def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
     held_out = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0], exclude_count=300)
     assert len(held_out) == 60 and [t.difficulty.value for t in held_out] == LEVELS * 20
     assert not {t.prompt for t in train} & {t.prompt for t in held_out}
+    skewed = procedural_tasks("write_value", 300, 0, ["easy", "medium", "hard", "hard"], SMALL_LIMITS)
+    assert not {t.prompt for t in skewed} & {t.prompt for t in held_out}, "training levels other than held-out's"
     short = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0])
     assert {t.prompt for t in train} & {t.prompt for t in short}, "excluding 60 training draws, not 300"
     plain = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS)

@@ -1,0 +1,52 @@
+"""The learning-proof benchmark's own logic, in milliseconds, so it cannot rot between its long runs:
+held-out curves read from a run's metrics as verl logs them, the targets judged per seed, the plot."""
+
+import importlib.util
+import json
+
+import pytest
+from PIL import Image
+
+from terminal_rl.config import PROJECT_ROOT
+
+spec = importlib.util.spec_from_file_location("learning_proof", PROJECT_ROOT / "benchmarks" / "learning_proof.py")
+learning_proof = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(learning_proof)
+
+
+def arm(seed, name, curve, minutes=25.0):
+    return {"seed": seed, "arm": name, "held_out_pass_rate": curve, "gain": curve[20] - curve[0], "minutes": minutes}
+
+
+def test_held_out_curve_is_verls_validation_pass_rate_by_step(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    records = [{"step": 0, "data": {"val-aux/write_value/pass/mean@1": 0.5, "val-core/write_value/acc/mean@1": 0.6}},
+               {"step": 1, "data": {"reward/pass_rate": 0.4}},
+               {"step": 2, "data": {"val-aux/write_value/pass/mean@1": 0.75}}]
+    (logs / "metrics.20261201-000000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert learning_proof.held_out(tmp_path) == {0: 0.5, 2: 0.75}
+
+
+def test_targets_are_judged_per_seed_and_on_average():
+    arms = [arm(0, "treatment", {0: 0.5, 20: 0.8}), arm(0, "control", {0: 0.5, 20: 0.52}),
+            arm(1, "treatment", {0: 0.5, 20: 0.6}), arm(1, "control", {0: 0.5, 20: 0.44}, minutes=40)]
+    summary = learning_proof.summary(arms, [0, 1])
+    assert summary["mean_treatment_gain"] == pytest.approx(0.2)
+    assert summary["treatment_gain"] == {"0": pytest.approx(0.3), "1": pytest.approx(0.1)}
+    assert summary["minutes_per_seed"] == {"0": 50.0, "1": 65.0}
+    assert summary["met"] == {"mean_gain": True, "every_seed_gain": False, "control_flat": False,
+                              "minutes_per_seed": False}
+
+
+def test_plot_has_one_line_per_seed_and_arm(tmp_path):
+    arms = [arm(0, "treatment", {0: 0.5, 10: 0.6, 20: 0.8}), arm(0, "control", {0: 0.5, 10: 0.5, 20: 0.52})]
+    import matplotlib.pyplot as plt
+
+    learning_proof.plot(arms, tmp_path / "proof.png")
+    lines = plt.gcf().axes[0].get_lines()
+    assert [(line.get_label(), line.get_linestyle(), list(line.get_ydata())) for line in lines] == [
+        ("seed 0 treatment", "-", [0.5, 0.6, 0.8]), ("seed 0 control", "--", [0.5, 0.5, 0.52])]
+    plt.close("all")
+    image = Image.open(tmp_path / "proof.png")
+    assert image.size[0] > 400 and len(image.getcolors(1 << 16) or []) > 10
