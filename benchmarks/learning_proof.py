@@ -52,7 +52,7 @@ def held_out(run_dir: Path) -> dict[int, float]:
 
 
 def warm_start(output_root: Path, extra: list[str]) -> float:
-    """Make the arms' shared SFT warm start if missing; returns the minutes it took (0 when cached)."""
+    """Make the arms' shared SFT warm start if missing; returns the minutes it took (seconds when cached)."""
     from terminal_rl.config import compose
     from terminal_rl.console import Console
     from terminal_rl.training.warm_start import ensure_warm_start

@@ -2,10 +2,9 @@
 
 Draw ``i`` of a family takes its parameters from a generator seeded by (family, seed, i) and its
 difficulty cycles through ``levels``, so the same arguments always give the same tasks and another
-seed gives fresh parameters. A held-out split passes the training seeds as ``exclude_seeds`` and the
-training set's size as ``exclude_count``: a draw whose instruction one of those seeds' first
-``exclude_count`` draws has, at any level, is skipped, so no held-out task repeats a training one
-whatever levels either set cycles through.
+seed gives fresh parameters. A held-out split passes the training seeds as ``exclude_seeds``, the
+training set's size as ``exclude_count`` and its levels as ``exclude_levels``: a draw whose instruction
+one of those training tasks has is skipped, so no held-out task repeats a training one.
 """
 
 from __future__ import annotations
@@ -18,10 +17,16 @@ from terminal_rl.generation.families.base import DOCKERFILE
 from terminal_rl.tasks.model import Difficulty, Environment, Limits, Task, VerifierKind
 
 TEST_FILE = "test_outputs.py"
+# Draws per requested task before giving up: a small family left with few instructions by the
+# exclusion would otherwise loop for ever.
+MAX_DRAWS_PER_TASK = 100
 
 
 def procedural_tasks(family: str, count: int, seed: int, levels: list[str], limits: Limits,
-                     exclude_seeds: Sequence[int] = (), exclude_count: int | None = None) -> list[Task]:
+                     exclude_seeds: Sequence[int] = (), exclude_count: int | None = None,
+                     exclude_levels: list[str] | None = None) -> list[Task]:
+    """``count`` tasks; ``exclude_*`` name the training tasks (default: this call's count and levels).
+    Raises when the family has run out of instructions the exclusion leaves."""
     if family not in FAMILIES:
         raise ValueError(f"family={family!r} is not one of {sorted(FAMILIES)}")
     if not levels or any(level not in {d.value for d in Difficulty} for level in levels):
@@ -29,11 +34,14 @@ def procedural_tasks(family: str, count: int, seed: int, levels: list[str], limi
     if seed in exclude_seeds:
         raise ValueError(f"seed={seed} is one of exclude_seeds={list(exclude_seeds)}: it would exclude itself")
     module = FAMILIES[family]
-    seen = {module.sample(random.Random(f"{family}/{other}/{index}"), level).instruction
-            for other in exclude_seeds for index in range(exclude_count or count) for level in Difficulty}
+    seen = {task.prompt for other in exclude_seeds
+            for task in procedural_tasks(family, exclude_count or count, other, exclude_levels or levels, limits)}
     tasks = []
     index = 0
     while len(tasks) < count:
+        if index >= MAX_DRAWS_PER_TASK * count:
+            raise ValueError(f"family {family}: {index} draws of seed {seed} gave only {len(tasks)} of {count} tasks "
+                             f"outside the excluded seeds {list(exclude_seeds)}: ask for fewer")
         level = Difficulty(levels[len(tasks) % len(levels)])
         drawn = module.sample(random.Random(f"{family}/{seed}/{index}"), level)
         index += 1

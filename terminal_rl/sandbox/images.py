@@ -140,9 +140,10 @@ def image_tag(task: Task, inputs: BuildInputs) -> str:
 
 
 class TaskImages:
-    """Builds task images through one daemon, once per build hash. Remembers the images it found or
-    built, so a family's thousands of tasks sharing one image ask the engine once (listing images by
-    label takes ~0.3 s on a daemon holding a few hundred)."""
+    """Builds task images through one daemon, once per build hash. Remembers the image it found or
+    built for each hash, so a family's thousands of tasks sharing one image list the engine's images
+    once (~0.3 s on a daemon holding a few hundred); later requests only inspect that image (still
+    there, or found or built again)."""
 
     def __init__(self, docker: AsyncDocker, config: BuildConfig, lock_dir: Path):
         self._docker = docker
@@ -164,7 +165,9 @@ class TaskImages:
             raise ImageBuildError(task.id, f"base image {', '.join(absent)} is not present locally (builds never "
                                            "pull; `python -m terminal_rl.sandbox images bootstrap` provides the "
                                            "ones a recipe covers, `tasks prepare` names the fix for the others)", "")
-        existing = self._known.get(inputs.build_hash) or await self._docker.call(self._image_with_hash, inputs.build_hash)
+        existing = self._known.get(inputs.build_hash)
+        if not (existing and await self._exists(existing)):
+            existing = await self._docker.call(self._image_with_hash, inputs.build_hash)
         if existing:
             self._known[inputs.build_hash] = existing
             return BuiltImage(existing, True, time.monotonic() - started)
@@ -173,7 +176,6 @@ class TaskImages:
         return BuiltImage(tag, not built, time.monotonic() - started)
 
     async def remove(self, image: str) -> None:
-        self._known = {build_hash: tag for build_hash, tag in self._known.items() if tag != image}
         await self._docker.call(self._docker.api.remove_image, image, force=True)
 
     async def _bases(self, dockerfile: str) -> dict[str, str]:

@@ -57,14 +57,7 @@ def train_and_val(task_set: TaskSetConfig) -> tuple[list[Task], list[Task], list
 
 
 def prepare_task_set(task_set: TaskSetConfig, run: RunContext, agent_name: str) -> PreparedTaskSet:
-    """Both splits as the parquet files verl reads. Raises when a split is empty: verl cannot build a
-    loader over no rows, and would fail minutes later inside a Ray worker."""
     train, val, problems = train_and_val(task_set)
-    for split, tasks in (("training", train), ("validation", val)):
-        if not tasks:
-            raise ValueError(f"task_set {task_set.path}: the {split} split has no valid task "
-                             f"({len(train) + len(val)} valid, val_fraction={task_set.val_fraction}, rounded per "
-                             "difficulty): use more tasks, another task_set.val_fraction, or a task_set.validation source")
     store = TaskStore(run.task_store_dir)
     files = {}
     for split, tasks in (("train", train), ("val", val)):

@@ -42,7 +42,7 @@ class TaskSetConfig:
     # Keep only these difficulties / task ids (empty: all).
     difficulties: list[str] = field(default_factory=list)
     task_ids: list[str] = field(default_factory=list)
-    # procedural only: count, seed, levels, exclude_seeds and exclude_count of generation/procedural.py.
+    # procedural only: count, seed, levels and exclude_seeds/_count/_levels of generation/procedural.py.
     procedural: dict[str, Any] = field(default_factory=dict)
     # Validate on another source instead of val_fraction of this one (e.g. a held-out seed of a
     # procedural family): the keys that differ from this config (dict values merge). Empty: a split.

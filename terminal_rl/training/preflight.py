@@ -156,6 +156,13 @@ def check_dataset(cfg: DictConfig) -> list[str]:
         return [f"task_set: {error}"]
     if not train and not val:
         return [f"task_set {cfg.task_set.path}: no valid task (run `python -m terminal_rl.tasks prepare` for the report)"]
+    # verl cannot build a loader over no rows: it would fail minutes later inside a Ray worker.
+    empty = [split for split, tasks in (("training", train), ("validation", val)) if not tasks]
+    if empty:
+        source = ("task_set.validation" if cfg.task_set.get("validation") else
+                  f"task_set.val_fraction={cfg.task_set.val_fraction} of {len(train) + len(val)}, rounded per difficulty")
+        return [f"task_set {cfg.task_set.path}: the {empty[0]} split has no valid task ({source}): use more tasks, "
+                "another task_set.val_fraction, or a task_set.validation source"]
     return []
 
 
@@ -222,16 +229,13 @@ def check_flash_attention(cfg: DictConfig) -> list[str]:
 
 def _split(cfg: DictConfig):
     """The task set's valid tasks, split as the run will split them (loaded once per config)."""
-    from terminal_rl.tasks.splits import split_by_difficulty
-    from terminal_rl.tasks.task_set import load_task_set, task_set_config
-    from terminal_rl.tasks.validation import validate_tasks
+    from terminal_rl.tasks.prepare import train_and_val
+    from terminal_rl.tasks.task_set import task_set_config
 
     key = repr(sorted(OmegaConf.to_container(cfg.task_set, resolve=True).items()))
     if key not in _SPLITS:
-        task_set = task_set_config(cfg.task_set)
-        loaded = load_task_set(task_set)
-        valid = validate_tasks(loaded.tasks, loaded.problems).valid
-        _SPLITS[key] = split_by_difficulty(valid, task_set.val_fraction, task_set.split_seed)
+        train, val, _ = train_and_val(task_set_config(cfg.task_set))
+        _SPLITS[key] = train, val
     return _SPLITS[key]
 
 

@@ -9,7 +9,8 @@ The chain is our own apps, each in its own process and each resumable:
 3. ``python -m terminal_rl.datasets build``: SFT records in the training rendering;
 4. ``python -m terminal_rl.sft``: verl's SFT trainer from the ``model`` preset's (random) weights.
 The result, ``<output_root>/<warm_start.run_id>/sft/model``, is the training run's ``model.path``;
-a run that finds it there starts at once.
+a run that finds it there starts at once. ``warm_start.json`` beside it records the settings it was
+made with; a run whose settings differ is refused instead of silently starting from the wrong model.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
 
     warm, root = cfg.warm_start, project_path(cfg.run.output_root)
     model = root / warm.run_id / "sft" / "model"
+    record = root / warm.run_id / "warm_start.json"
+    wanted = settings(cfg)
     if (model / "config.json").is_file():
+        made = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else wanted
+        if made != wanted:
+            changed = sorted(key for key in wanted.keys() | made.keys() if wanted.get(key) != made.get(key))
+            raise ValueError(f"the cached warm start {model} was made with other {', '.join(changed)} ({record}): "
+                             "delete that folder to remake it, or choose another warm_start.run_id")
         return model
     if project_path(cfg.model.path) != model:
         raise ValueError(f"warm_start makes {model}, but model.path is {cfg.model.path}: point model.path at it")
@@ -59,7 +67,19 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
             raise RuntimeError(f"warm start: python -m terminal_rl.{app} failed (its log: {root / warm.run_id / 'logs'})")
     if not (model / "config.json").is_file():
         raise RuntimeError(f"warm start: the SFT app finished without writing {model}")
+    record.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
     return model
+
+
+def settings(cfg: DictConfig) -> dict:
+    """What the warm-started model depends on (not how many episodes ran at once), kept beside it: a
+    cache made otherwise is refused."""
+    warm = {key: value for key, value in OmegaConf.to_container(cfg.warm_start, resolve=True).items()
+            if key != "concurrency"}
+    return {"warm_start": warm,
+            "tasks": OmegaConf.to_container(cfg.task_set.procedural, resolve=True) | {"path": cfg.task_set.path},
+            "protocol": cfg.agent.protocol,
+            "enable_thinking": bool(cfg.data.apply_chat_template_kwargs.enable_thinking)}
 
 
 def procedural_overrides(task_set: DictConfig) -> list[str]:

@@ -6,9 +6,9 @@ from omegaconf import OmegaConf
 
 from terminal_rl.config import compose
 from terminal_rl.generation.procedural import procedural_tasks
-from terminal_rl.run_context import RunConfig, RunContext
-from terminal_rl.tasks.prepare import prepare_task_set, train_and_val
+from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.task_set import task_set_config, validation_source
+from terminal_rl.training.preflight import check_dataset
 from tests.support import SMALL_LIMITS
 
 LEVELS = ["easy", "medium", "hard"]
@@ -23,14 +23,23 @@ def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
     held_out = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0], exclude_count=300)
     assert len(held_out) == 60 and [t.difficulty.value for t in held_out] == LEVELS * 20
     assert not {t.prompt for t in train} & {t.prompt for t in held_out}
-    skewed = procedural_tasks("write_value", 300, 0, ["easy", "medium", "hard", "hard"], SMALL_LIMITS)
-    assert not {t.prompt for t in skewed} & {t.prompt for t in held_out}, "training levels other than held-out's"
+    skewed_levels = ["easy", "medium", "hard", "hard"]
+    skewed = procedural_tasks("write_value", 300, 0, skewed_levels, SMALL_LIMITS)
+    apart = procedural_tasks("write_value", 120, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0], exclude_count=300,
+                             exclude_levels=skewed_levels)
+    assert not {t.prompt for t in skewed} & {t.prompt for t in apart}, "training levels other than held-out's"
+    # Exactly the training tasks are excluded: most of the family's 200 one-word instructions stay.
+    easy = {t.prompt for t in apart if t.difficulty.value == "easy"}
+    assert len(easy) >= 30, f"40 held-out one-word tasks, {len(easy)} distinct instructions"
     short = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0])
     assert {t.prompt for t in train} & {t.prompt for t in short}, "excluding 60 training draws, not 300"
     plain = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS)
     assert {t.prompt for t in train} & {t.prompt for t in plain}, "without the exclusion some repeat"
     assert all(t.metadata.get("mistake") for t in held_out if t.difficulty.value == "hard")
     assert not any("mistake" in t.metadata for t in held_out if t.difficulty.value != "hard")
+    with pytest.raises(ValueError, match=r"gave only \d+ of 3 tasks outside the excluded seeds \[0\]"):
+        procedural_tasks("write_value", 3, 1, ["easy"], SMALL_LIMITS, exclude_seeds=[0], exclude_count=4000,
+                         exclude_levels=["easy"])
     with pytest.raises(ValueError, match="seed=0 is one of exclude_seeds"):
         procedural_tasks("write_value", 3, 0, LEVELS, SMALL_LIMITS, exclude_seeds=[0])
 
@@ -42,7 +51,8 @@ def test_a_validation_source_replaces_the_split():
     config = write_value_config("task_set.procedural.count=30", "+task_set.validation={procedural: "
                                 "{seed: 1, exclude_seeds: [0], exclude_count: 30, count: 9}}")
     held = validation_source(config)
-    assert held.procedural == {"count": 9, "seed": 1, "levels": LEVELS, "exclude_seeds": [0], "exclude_count": 30}
+    assert held.procedural == {"count": 9, "seed": 1, "levels": LEVELS, "exclude_seeds": [0], "exclude_count": 30,
+                               "exclude_levels": None}
     train, val, _ = train_and_val(config)
     assert len(train) == 30 and len(val) == 9
     assert not {t.prompt for t in train} & {t.prompt for t in val}
@@ -55,8 +65,12 @@ def test_unknown_validation_keys_are_named():
         validation_source(config)
 
 
-def test_an_empty_split_is_refused_before_verl_reads_it(tmp_path):
-    run = RunContext.from_config(RunConfig(id="empty", output_root=str(tmp_path), node_local_root=str(tmp_path / "local")))
-    with pytest.raises(ValueError, match=r"the validation split has no valid task \(8 valid, val_fraction=0.1"):
-        prepare_task_set(write_value_config("task_set.procedural.count=8"), run, "bash_only")
-    assert prepare_task_set(write_value_config("task_set.procedural.count=30"), run, "bash_only").val
+def test_an_empty_split_is_refused_by_preflight_before_any_work():
+    def problems(*overrides):
+        return check_dataset(compose("train", ["task_set=write_value", *overrides]))
+
+    assert problems("task_set.procedural.count=8") == [
+        "task_set write_value: the validation split has no valid task (task_set.val_fraction=0.1 of 8, rounded per "
+        "difficulty): use more tasks, another task_set.val_fraction, or a task_set.validation source"]
+    assert problems("task_set.procedural.count=30") == []
+    assert problems("task_set.procedural.count=8", "+task_set.validation={procedural: {seed: 1, count: 3}}") == []
