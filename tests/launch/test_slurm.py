@@ -26,7 +26,7 @@ CPU_RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "logger=console"
 LEARNER_RUN = ["hardware=cpu", "model=tiny_learner", "task_set=write_value", "agent=bash_only", "logger=console",
                "launcher=slurm", "task_set.procedural.count=30", "model_hardware.prompts_per_step=2",
                "model_hardware.rollouts_per_prompt=2", "model_hardware.micro_batch_per_gpu=1", "agent.max_turns=2",
-               "data.apply_chat_template_kwargs.enable_thinking=false"]
+               "++data.apply_chat_template_kwargs.enable_thinking=false"]
 SUBMITTED: list[int] = []  # cancelled after each test, so a failed test leaves no job competing for the CPUs
 
 
