@@ -234,8 +234,7 @@ def _split(cfg: DictConfig):
 
     key = repr(sorted(OmegaConf.to_container(cfg.task_set, resolve=True).items()))
     if key not in _SPLITS:
-        train, val, _ = train_and_val(task_set_config(cfg.task_set))
-        _SPLITS[key] = train, val
+        _SPLITS[key] = train_and_val(task_set_config(cfg.task_set))[:2]
     return _SPLITS[key]
 
 

@@ -52,7 +52,7 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
     script_file.parent.mkdir(parents=True, exist_ok=True)
     script_file.write_text(json.dumps(scripts, indent=1) + "\n", encoding="utf-8")
     run = [f"run.id={warm.run_id}", f"run.output_root={root}"]
-    thinking = str(bool(cfg.data.apply_chat_template_kwargs.enable_thinking)).lower()
+    thinking = str(wanted["enable_thinking"]).lower()
     steps = [
         ["models.tiny", f"run.output_root={root}", f"model={warm.model}"],
         ["evaluate", *run, f"agent={warm.agent}", f"task_set={warm.task_set}", f"task_ids=[{','.join(scripts)}]",
