@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from terminal_rl.analysis import load_metrics, validation_score  # noqa: E402
+from terminal_rl.analysis import load_metrics, load_trajectories, validation_score  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 ARMS = {"treatment": [], "control": ["algorithm=grpo_shuffled"]}
@@ -51,6 +51,26 @@ def held_out(run_dir: Path) -> dict[int, float]:
     return {int(step): float(value) for step, value in series.items()}
 
 
+def held_out_by_level(run_dir: Path, levels: dict[str, str]) -> dict[int, dict[str, float]]:
+    """step -> level -> held-out pass rate (all tests passed), from the run's validation rollouts;
+    ``levels`` maps a held-out task id to its level."""
+    rollouts = load_trajectories(run_dir)
+    val = rollouts[rollouts["split"] == "val"]
+    val = val.assign(level=val["task_id"].map(levels), passed=val["score"] == 1.0)
+    return {int(step): {level: float(rate) for level, rate in group.groupby("level")["passed"].mean().items()}
+            for step, group in val.groupby("step")}
+
+
+def held_out_levels(extra: list[str]) -> dict[str, str]:
+    """Held-out task id -> level, for the experiment's validation tasks."""
+    from terminal_rl.config import compose
+    from terminal_rl.tasks.prepare import train_and_val
+    from terminal_rl.tasks.task_set import task_set_config
+
+    _, val, _ = train_and_val(task_set_config(compose("train", ["experiment=learning_proof", *extra]).task_set))
+    return {task.id: task.difficulty.value for task in val}
+
+
 def warm_start(output_root: Path, extra: list[str]) -> float:
     """Make the arms' shared SFT warm start if missing; returns the minutes it took (seconds when cached)."""
     from terminal_rl.config import compose
@@ -63,7 +83,7 @@ def warm_start(output_root: Path, extra: list[str]) -> float:
     return (time.time() - start) / 60
 
 
-def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str]) -> dict:
+def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str], levels: dict[str, str]) -> dict:
     run_dir = output_root / run_id(seed, arm)
     done = run_dir / "benchmark_arm.json"
     if done.is_file():
@@ -81,6 +101,7 @@ def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str]
     metrics = load_metrics(run_dir)
     result = {"seed": seed, "arm": arm, "run_dir": str(run_dir), "minutes": (time.time() - start) / 60,
               "held_out_pass_rate": curve, "gain": curve[steps] - curve[0],
+              "held_out_by_level": held_out_by_level(run_dir, levels),
               "train_pass_rate": {int(s): float(v) for s, v in metrics.get("reward/pass_rate", {}).dropna().items()},
               "phase_seconds": {p: float(metrics[p].mean()) for p in PHASES if p in metrics}}
     done.write_text(json.dumps(result, indent=2) + "\n")
@@ -131,10 +152,13 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
     args = parser.parse_args()
     warm_minutes = warm_start(args.output_root, args.overrides)
-    arms = [run_arm(seed, arm, args.steps, args.output_root, args.overrides) for seed in args.seeds for arm in ARMS]
+    levels = held_out_levels(args.overrides)
+    arms = [run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels)
+            for seed in args.seeds for arm in ARMS]
     # JSON keys are strings: normalise the curves read back from finished arms.
     for arm in arms:
-        arm["held_out_pass_rate"] = {int(k): v for k, v in arm["held_out_pass_rate"].items()}
+        for curve in ("held_out_pass_rate", "held_out_by_level"):
+            arm[curve] = {int(k): v for k, v in arm[curve].items()}
     report = {"command": " ".join(["benchmarks/learning_proof.py", *sys.argv[1:]]), "targets": TARGETS,
               "warm_start_minutes_this_invocation": warm_minutes,
               "summary": summary(arms, args.seeds), "arms": arms}

@@ -44,7 +44,8 @@ def validation_score(key: str) -> tuple[str, str, str] | None:
 
 
 def load_trajectories(run_dir: str | Path) -> pd.DataFrame:
-    """One row per logged trajectory: split, step, task, termination, reward, turns, masked, stage."""
+    """One row per logged trajectory: split, step, task, termination, reward, test score (None when
+    unverified), turns, masked, stage."""
     rows = []
     for path in sorted((Path(run_dir) / "logs" / "rollouts").glob("*.jsonl")):
         match = _ROLLOUT_FILE.fullmatch(path.name)
@@ -55,9 +56,11 @@ def load_trajectories(run_dir: str | Path) -> pd.DataFrame:
             meta = trajectory.get("metadata", {})
             rows.append({"split": match["split"], "step": int(match["step"]), "task_id": trajectory["task_id"],
                          "termination": trajectory["termination"], "reward": meta.get("reward"),
+                         "score": (trajectory.get("verification") or {}).get("score"),
                          "turns": len(trajectory["turns"]), "masked": bool(meta.get("masked")),
                          "stage": meta.get("stage")})
-    return pd.DataFrame(rows, columns=["split", "step", "task_id", "termination", "reward", "turns", "masked", "stage"])
+    return pd.DataFrame(rows, columns=["split", "step", "task_id", "termination", "reward", "score", "turns", "masked",
+                                       "stage"])
 
 
 def failure_modes(trajectories: pd.DataFrame, split: str = "train") -> pd.DataFrame:

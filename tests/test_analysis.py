@@ -13,7 +13,8 @@ def write_lines(path, records):
 
 
 def trajectory(task, termination, reward, masked=False):
-    return {"task_id": task, "termination": termination, "turns": [{}, {}],
+    verification = None if termination == "timeout" else {"score": reward}
+    return {"task_id": task, "termination": termination, "turns": [{}, {}], "verification": verification,
             "metadata": {"reward": reward, "masked": masked, "stage": 0}}
 
 
@@ -51,6 +52,7 @@ def test_columns_select_one_level_and_strip_the_name(run_dir):
 def test_trajectories_and_failure_modes(run_dir):
     trajectories = load_trajectories(run_dir)
     assert len(trajectories) == 5 and set(trajectories["split"]) == {"train", "val"}
+    assert trajectories["score"].fillna(-1).tolist() == [1.0, 0.0, -1, -1, 1.0], "the verifier's; NaN unverified"
     modes = failure_modes(trajectories)
     assert modes.loc[1, "finished"] == 0.5 and modes.loc[1, "parse_errors"] == 0.5 and modes.loc[2, "timeout"] == 1.0
     assert (modes.sum(axis=1) == 1.0).all()

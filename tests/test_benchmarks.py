@@ -28,6 +28,21 @@ def test_held_out_curve_is_verls_validation_pass_rate_by_step(tmp_path):
     assert learning_proof.held_out(tmp_path) == {0: 0.5, 2: 0.75}
 
 
+def test_held_out_pass_rate_by_level_is_read_from_the_validation_rollouts(tmp_path):
+    def rollout(task, score):
+        return json.dumps({"task_id": task, "termination": "finished", "turns": [], "metadata": {},
+                           "verification": {"score": score}}) + "\n"
+
+    rollouts = tmp_path / "logs" / "rollouts"
+    rollouts.mkdir(parents=True)
+    (rollouts / "val_step000000.9.jsonl").write_text(rollout("e1", 1.0) + rollout("e2", 1.0) + rollout("m1", 0.3))
+    (rollouts / "val_step000010.9.jsonl").write_text(rollout("e1", 1.0) + rollout("e2", 0.0) + rollout("m1", 1.0))
+    (rollouts / "train_step000001.9.jsonl").write_text(rollout("m1", 0.0))
+    levels = {"e1": "easy", "e2": "easy", "m1": "medium"}
+    assert learning_proof.held_out_by_level(tmp_path, levels) == {0: {"easy": 1.0, "medium": 0.0},
+                                                                   10: {"easy": 0.5, "medium": 1.0}}
+
+
 def test_targets_are_judged_per_seed_and_on_average():
     arms = [arm(0, "treatment", {0: 0.5, 20: 0.8}), arm(0, "control", {0: 0.5, 20: 0.52}),
             arm(1, "treatment", {0: 0.5, 20: 0.6}), arm(1, "control", {0: 0.5, 20: 0.44}, minutes=40)]

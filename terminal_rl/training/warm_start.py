@@ -3,7 +3,7 @@
 The chain is our own apps, each in its own process and each resumable:
 0. ``python -m terminal_rl.models.tiny``: the ``model`` preset's random model (and tokenizer);
 1. demonstrations: the train split's solutions as model turns (``generation/demonstrations.py``,
-   a disclosed ``mistake_share`` of them wrong in a plausible way);
+   a disclosed ``mistake_share`` per level of them wrong in a plausible way);
 2. ``python -m terminal_rl.evaluate policy=scripted``: played in real sandboxes and verified, so the
    records carry real observations and scores;
 3. ``python -m terminal_rl.datasets build``: SFT records in the training rendering;
@@ -47,7 +47,8 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
         raise ValueError(f"warm_start makes {model}, but model.path is {cfg.model.path}: point model.path at it")
     console.print(f"warm start: SFT of {warm.model} on demonstrations, once, into {model}")
     train, _, _ = train_and_val(task_set_config(cfg.task_set))
-    scripts = demonstrations(train, cfg.agent.protocol, float(warm.mistake_share), int(warm.seed))
+    shares = {level: float(share) for level, share in warm.mistake_share.items()}
+    scripts = demonstrations(train, cfg.agent.protocol, shares, int(warm.seed))
     script_file = root / warm.run_id / "demonstrations.json"
     script_file.parent.mkdir(parents=True, exist_ok=True)
     script_file.write_text(json.dumps(scripts, indent=1) + "\n", encoding="utf-8")

@@ -1,5 +1,6 @@
 """Procedural families against the real sandbox and verifier: in a sample of every family at every
-level, each test fails on the initial state, all pass after the solution, and the tasks share one image."""
+level, each test fails on the initial state, all pass after the solution, a family's plausible mistake
+fails them, and the tasks share one image."""
 
 import asyncio
 
@@ -37,7 +38,13 @@ def test_every_family_fails_untouched_and_passes_with_its_solution(sandbox_confi
         async with factory.task_sandbox(task) as sandbox:
             untouched = await verify(sandbox, task)
             solved = await sandbox.run(task.solution, timeout=60)
-            return untouched, solved.exit_code, await verify(sandbox, task)
+            solved = solved.exit_code, await verify(sandbox, task)
+        mistaken = None
+        if "mistake" in task.metadata:
+            async with factory.task_sandbox(task) as sandbox:
+                await sandbox.run(task.metadata["mistake"], timeout=60)
+                mistaken = await verify(sandbox, task)
+        return untouched, *solved, mistaken
 
     async def main():
         async with SandboxFactory(sandbox_config, run_context) as factory:
@@ -52,7 +59,10 @@ def test_every_family_fails_untouched_and_passes_with_its_solution(sandbox_confi
 
     images, results = asyncio.run(main())
     assert len(images) == 1, "every family's tasks share one image"
-    for task, (untouched, exit_code, solved) in zip(sample, results):
+    for task, (untouched, exit_code, solved, mistaken) in zip(sample, results):
         assert untouched.score < 1 and not untouched.infrastructure_error, task.id
         assert set(untouched.outcomes.values()) <= {"failed", "error"}, (task.id, untouched.outcomes)
         assert solved.score == 1.0, (task.id, exit_code, solved.outcomes, solved.log[-1500:])
+        if mistaken is not None:
+            assert mistaken.score < 1 and not mistaken.infrastructure_error, (task.id, mistaken.outcomes)
+    assert sum(r[3] is not None for r in results) >= 3, "write_value's mistakes were played"

@@ -35,8 +35,7 @@ def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
     assert {t.prompt for t in train} & {t.prompt for t in short}, "excluding 60 training draws, not 300"
     plain = procedural_tasks("write_value", 60, 1, LEVELS, SMALL_LIMITS)
     assert {t.prompt for t in train} & {t.prompt for t in plain}, "without the exclusion some repeat"
-    assert all(t.metadata.get("mistake") for t in held_out if t.difficulty.value == "hard")
-    assert not any("mistake" in t.metadata for t in held_out if t.difficulty.value != "hard")
+    assert all(t.metadata["mistake"] == t.solution.replace("/app/", "/tmp/") for t in held_out)
     with pytest.raises(ValueError, match=r"gave only \d+ of 3 tasks outside the excluded seeds \[0\]"):
         procedural_tasks("write_value", 3, 1, ["easy"], SMALL_LIMITS, exclude_seeds=[0], exclude_count=4000,
                          exclude_levels=["easy"])

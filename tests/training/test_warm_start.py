@@ -31,7 +31,7 @@ def test_a_cache_made_with_these_settings_is_used_and_one_made_otherwise_is_refu
     record = model.parent.parent / "warm_start.json"
     record.write_text(json.dumps(settings(cfg)))
     assert ensure_warm_start(cfg, Silent()) == model
-    other = train_config("experiment=learning_proof", f"run.output_root={tmp_path}", "warm_start.mistake_share=0.3",
+    other = train_config("experiment=learning_proof", f"run.output_root={tmp_path}", "warm_start.mistake_share.hard=0.3",
                          "task_set.procedural.count=480")
     with pytest.raises(ValueError, match=r"made with other tasks, warm_start \(.*warm_start.json\): delete that folder"):
         ensure_warm_start(other, Silent())
@@ -39,8 +39,8 @@ def test_a_cache_made_with_these_settings_is_used_and_one_made_otherwise_is_refu
 
 def test_the_demonstrations_are_played_on_the_training_runs_own_tasks():
     """The evaluate app, given the warm start's overrides, selects exactly the run's training tasks (the
-    preset alone would make its own 320 tasks, at other levels, under the same ids)."""
-    cfg = train_config("experiment=learning_proof", "task_set.procedural.count=48")
+    preset alone would make its own 320 tasks, at its own levels, under the same ids)."""
+    cfg = train_config("experiment=learning_proof", "task_set.procedural.count=48", "task_set.procedural.levels=[hard,easy]")
     train, _, _ = train_and_val(task_set_config(cfg.task_set))
     ids = [t.id for t in train]
     evaluate = compose("evaluate", ["task_set=write_value", *procedural_overrides(cfg.task_set),

@@ -1,9 +1,10 @@
 """File operations at their simplest: put a word or number named in the instruction into a file.
 
 Small enough for a tiny model to learn (one command whose arguments come from the instruction); the
-learning proof trains on it. Two-word tasks carry a plausible mistake, writing only the first word
-(the file-exists test passes, the value test fails): the learning proof's SFT demonstrations use it for
-a disclosed share of those tasks, so the warm-started model has something left to learn.
+learning proof trains on it. Every task carries a plausible mistake, the right value written to the
+scratch directory ``/tmp`` instead of ``/app`` (both tests fail). It takes the same copying as the
+solution, so a model warmed up on a disclosed share of mistaken demonstrations can do the task and
+chooses wrong as often: reinforcement learning has a choice to fix, not a missing skill to find.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ FILES = ("answer", "result", "output", "value", "note")
 
 
 def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
-    target = f"/app/{rng.choice(FILES)}.txt"
+    name = f"{rng.choice(FILES)}.txt"
+    target = f"/app/{name}"
     if level is Difficulty.EASY:
         value = rng.choice(WORDS)
         instruction = f"Write the word {value} to {target}."
@@ -34,7 +36,6 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         first, second = rng.sample(WORDS, 2)
         value = f"{first} {second}"
         instruction = f"Write the two words {first} and {second}, separated by one space, to {target}."
-    mistake = f"echo {value.split()[0]} > {target}\n" if level is Difficulty.HARD else None
     return FamilyTask(
         f"Write {value}", instruction, {},
         pytest_file(read_text_helper(), f'''
@@ -43,4 +44,4 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
             def test_file_holds_the_value():
                 assert read("{target}").strip() == "{value}"'''),
         {"test_file_exists": 0.3, "test_file_holds_the_value": 0.7},
-        f"echo {value} > {target}\n", ("write",), mistake)
+        f"echo {value} > {target}\n", ("write",), f"echo {value} > /tmp/{name}\n")
