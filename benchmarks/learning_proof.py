@@ -11,8 +11,8 @@ figure) and every ``trainer.test_freq`` steps, the same tasks for every arm and 
 
 The SFT warm start is made first (once, cached; timed on its own), so an arm's minutes are its GRPO
 run's. Resumable per seed and arm: a finished run is read, not rerun; an unfinished one resumes from
-its last checkpoint. Writes ``benchmarks/results/learning_proof.json`` (every figure, the per-phase step times
-and the targets) and ``learning_proof.png`` (held-out pass rate against step, one line per seed and arm).
+its last checkpoint. Writes ``benchmarks/results/learning_proof.json`` (every figure, the held-out pass
+rate per level too, the per-phase step times and the targets) and ``learning_proof.png`` (held-out pass rate against step, one line per seed and arm).
 """
 
 from __future__ import annotations
@@ -56,12 +56,14 @@ def held_out_by_level(run_dir: Path, levels: dict[str, str]) -> dict[int, dict[s
     ``levels`` maps a held-out task id to its level."""
     rollouts = load_trajectories(run_dir)
     val = rollouts[rollouts["split"] == "val"]
+    if unknown := sorted(set(val["task_id"]) - set(levels)):
+        raise ValueError(f"{run_dir}: validation tasks {unknown[:5]} are not the experiment's held-out tasks")
     val = val.assign(level=val["task_id"].map(levels), passed=val["score"] == 1.0)
     return {int(step): {level: float(rate) for level, rate in group.groupby("level")["passed"].mean().items()}
             for step, group in val.groupby("step")}
 
 
-def held_out_levels(extra: list[str]) -> dict[str, str]:
+def held_out_task_levels(extra: list[str]) -> dict[str, str]:
     """Held-out task id -> level, for the experiment's validation tasks."""
     from terminal_rl.config import compose
     from terminal_rl.tasks.prepare import train_and_val
@@ -152,7 +154,7 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
     args = parser.parse_args()
     warm_minutes = warm_start(args.output_root, args.overrides)
-    levels = held_out_levels(args.overrides)
+    levels = held_out_task_levels(args.overrides)
     arms = [run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels)
             for seed in args.seeds for arm in ARMS]
     # JSON keys are strings: normalise the curves read back from finished arms.

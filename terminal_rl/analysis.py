@@ -44,7 +44,7 @@ def validation_score(key: str) -> tuple[str, str, str] | None:
 
 
 def load_trajectories(run_dir: str | Path) -> pd.DataFrame:
-    """One row per logged trajectory: split, step, task, termination, reward, test score (None when
+    """One row per logged trajectory: split, step, task, termination, reward, test score (NaN when
     unverified), turns, masked, stage."""
     rows = []
     for path in sorted((Path(run_dir) / "logs" / "rollouts").glob("*.jsonl")):

@@ -41,6 +41,8 @@ def test_held_out_pass_rate_by_level_is_read_from_the_validation_rollouts(tmp_pa
     levels = {"e1": "easy", "e2": "easy", "m1": "medium"}
     assert learning_proof.held_out_by_level(tmp_path, levels) == {0: {"easy": 1.0, "medium": 0.0},
                                                                    10: {"easy": 0.5, "medium": 1.0}}
+    with pytest.raises(ValueError, match=r"validation tasks \['m1'\] are not the experiment's held-out tasks"):
+        learning_proof.held_out_by_level(tmp_path, {"e1": "easy", "e2": "easy"})
 
 
 def test_targets_are_judged_per_seed_and_on_average():

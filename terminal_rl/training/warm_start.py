@@ -33,6 +33,9 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
     from terminal_rl.tasks.task_set import task_set_config
 
     warm, root = cfg.warm_start, project_path(cfg.run.output_root)
+    if not isinstance(warm.mistake_share, DictConfig):
+        raise ValueError(f"warm_start.mistake_share={warm.mistake_share} must map levels to shares, "
+                         "e.g. {medium: 0.7, hard: 0.7}")
     model = root / warm.run_id / "sft" / "model"
     record = root / warm.run_id / "warm_start.json"
     wanted = settings(cfg)

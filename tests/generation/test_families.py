@@ -31,14 +31,14 @@ def test_families_are_deterministic_per_seed_and_fresh_across_seeds():
 
 
 @pytest.mark.docker
-def test_every_family_fails_untouched_and_passes_with_its_solution(sandbox_config, run_context):
+def test_every_family_fails_untouched_and_mistaken_and_passes_with_its_solution(sandbox_config, run_context):
     sample = [task for family in FAMILIES for task in procedural_tasks(family, 3, 0, LEVELS, SMALL_LIMITS)]
 
     async def check(factory, task):
         async with factory.task_sandbox(task) as sandbox:
             untouched = await verify(sandbox, task)
-            solved = await sandbox.run(task.solution, timeout=60)
-            solved = solved.exit_code, await verify(sandbox, task)
+            run = await sandbox.run(task.solution, timeout=60)
+            solved = run.exit_code, await verify(sandbox, task)
         mistaken = None
         if "mistake" in task.metadata:
             async with factory.task_sandbox(task) as sandbox:
