@@ -63,24 +63,28 @@ def held_out_by_level(run_dir: Path, levels: dict[str, str]) -> dict[int, dict[s
             for step, group in val.groupby("step")}
 
 
-def held_out_task_levels(extra: list[str]) -> dict[str, str]:
-    """Held-out task id -> level, for the experiment's validation tasks."""
+def experiment(output_root: Path, extra: list[str]):
+    """The train config every arm shares (before its seed and arm overrides)."""
     from terminal_rl.config import compose
+
+    return compose("train", ["experiment=learning_proof", f"run.output_root={output_root}", *extra])
+
+
+def held_out_task_levels(cfg) -> dict[str, str]:
+    """Held-out task id -> level, for the experiment's validation tasks."""
     from terminal_rl.tasks.prepare import train_and_val
     from terminal_rl.tasks.task_set import task_set_config
 
-    _, val, _ = train_and_val(task_set_config(compose("train", ["experiment=learning_proof", *extra]).task_set))
+    _, val, _ = train_and_val(task_set_config(cfg.task_set))
     return {task.id: task.difficulty.value for task in val}
 
 
-def warm_start(output_root: Path, extra: list[str]) -> float:
+def warm_start(cfg) -> float:
     """Make the arms' shared SFT warm start if missing; returns the minutes it took (seconds when cached)."""
-    from terminal_rl.config import compose
     from terminal_rl.console import Console
     from terminal_rl.training.warm_start import ensure_warm_start
 
     start = time.time()
-    cfg = compose("train", ["experiment=learning_proof", f"run.output_root={output_root}", *extra])
     ensure_warm_start(cfg, Console(sys.stdout))
     return (time.time() - start) / 60
 
@@ -153,8 +157,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "learning_proof")
     parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
     args = parser.parse_args()
-    warm_minutes = warm_start(args.output_root, args.overrides)
-    levels = held_out_task_levels(args.overrides)
+    cfg = experiment(args.output_root, args.overrides)
+    warm_minutes = warm_start(cfg)
+    levels = held_out_task_levels(cfg)
     arms = [run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels)
             for seed in args.seeds for arm in ARMS]
     # JSON keys are strings: normalise the curves read back from finished arms.
