@@ -10,14 +10,22 @@ in-training validation on 120 fixed tasks of fresh parameters, greedy: before st
 figure) and every ``trainer.test_freq`` steps, the same tasks for every arm and seed.
 
 The SFT warm start is made first (once, cached; timed on its own), so an arm's minutes are its GRPO
-run's. Resumable per seed and arm: a finished run is read, not rerun; an unfinished one resumes from
-its last checkpoint. Writes ``benchmarks/results/learning_proof.json`` (every figure, the held-out pass
-rate per level too, the per-phase step times and the targets) and ``learning_proof.png`` (held-out pass rate against step, one line per seed and arm).
+run's. Writes ``benchmarks/results/learning_proof.json`` (every figure, the held-out pass rate per
+level too, the per-phase step times and the targets) and ``learning_proof.png`` (held-out pass rate
+against step, one line per seed and arm), rewritten after every arm.
+
+Resumable per seed and arm, across sittings: an arm already in that JSON under the same config
+fingerprint (its composed config, the overrides and the step count; not the code) is kept, not rerun,
+so the committed JSON carries a run across fresh checkouts, unless its seed's other arm runs now
+from another warm start (both arms of a seed start from the same model). Arms recorded under other
+settings stay in the JSON as ``superseded``. A finished run in ``outputs/`` is read; an unfinished one
+resumes from its last checkpoint (a run directory of other settings is refused).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -32,8 +40,8 @@ from terminal_rl.analysis import load_metrics, load_trajectories, validation_sco
 RESULTS = ROOT / "benchmarks" / "results"
 ARMS = {"treatment": [], "control": ["algorithm=grpo_shuffled"]}
 # verl's per-phase timings (seconds) reported for each arm: mean over its steps.
-PHASES = ["timing_s/step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/adv", "timing_s/update_actor",
-          "timing_s/update_weights", "timing_s/testing", "timing_s/save_checkpoint"]
+PHASES = ["timing_s/step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/ref", "timing_s/adv",
+          "timing_s/update_actor", "timing_s/update_weights", "timing_s/testing", "timing_s/save_checkpoint"]
 TARGETS = {"mean_gain_min": 0.20, "seed_gain_min": 0.12, "control_change_max": 0.05, "minutes_per_seed_max": 60}
 
 
@@ -79,8 +87,46 @@ def held_out_task_levels(cfg) -> dict[str, str]:
     return {task.id: task.difficulty.value for task in val}
 
 
+def fingerprint(arm: str, extra: list[str], steps: int) -> str:
+    """What an arm's figures depend on, as a hash: its composed config (unresolved, with a fixed output
+    root, so the same on every machine), the extra overrides and the step count. Code is not in it."""
+    from omegaconf import OmegaConf
+
+    text = OmegaConf.to_yaml(experiment(Path("/outputs"), [*ARMS[arm], *extra])) + f"\nsteps={steps}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def recorded_arms(report: dict, keys: dict[str, str]) -> tuple[dict[tuple[int, str], dict], list[dict]]:
+    """A previous sitting's report split into the arms recorded under this sitting's fingerprints
+    (``keys``: arm -> fingerprint), by (seed, arm), and the others (kept in the report as superseded)."""
+    kept, superseded = {}, list(report.get("superseded", []))
+    for arm in report.get("arms", []):
+        if arm.get("fingerprint") == keys.get(arm["arm"]):
+            kept[arm["seed"], arm["arm"]] = with_int_steps(arm)
+        else:
+            superseded.append(arm)
+    return kept, superseded
+
+
+def unpaired(kept: dict[tuple[int, str], dict], seeds_to_run: set[int], digest: str) -> list[tuple[int, str]]:
+    """Recorded arms of the seeds about to run whose warm start was another (a fresh checkout remakes
+    it): rerun with their partner, so both arms of a seed start from the same model."""
+    return [key for key, arm in kept.items() if key[0] in seeds_to_run and arm.get("warm_start_weights_sha256") != digest]
+
+
+def with_int_steps(arm: dict) -> dict:
+    """An arm read back from JSON, its curves keyed by step number again (JSON keys are strings)."""
+    return {**arm, **{curve: {int(k): v for k, v in arm[curve].items()}
+                      for curve in ("held_out_pass_rate", "held_out_by_level")}}
+
+
+def weights_digest(model_dir: Path) -> str:
+    """A model's weights, hashed: which warm start an arm (of this or another sitting) began from."""
+    return hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()[:16]
+
+
 def warm_start(cfg) -> float:
-    """Make the arms' shared SFT warm start if missing; returns the minutes it took (seconds when cached)."""
+    """Make the arms' shared SFT warm start if missing; returns the minutes it took (about 0 when cached)."""
     from terminal_rl.console import Console
     from terminal_rl.training.warm_start import ensure_warm_start
 
@@ -89,11 +135,18 @@ def warm_start(cfg) -> float:
     return (time.time() - start) / 60
 
 
-def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str], levels: dict[str, str]) -> dict:
+def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str], levels: dict[str, str],
+            key: str, warm_start_digest: str) -> dict:
     run_dir = output_root / run_id(seed, arm)
-    done = run_dir / "benchmark_arm.json"
-    if done.is_file():
-        return json.loads(done.read_text())
+    done, stamp = run_dir / "benchmark_arm.json", run_dir / "benchmark_fingerprint"
+    if done.is_file() and (finished := with_int_steps(json.loads(done.read_text()))).get("fingerprint") == key:
+        return finished
+    # verl resumes from the run's checkpoints: only those of a run under the same settings.
+    if run_dir.exists() and (not stamp.is_file() or stamp.read_text() != key):
+        raise SystemExit(f"{run_dir} holds a run under other settings: move it aside, or pass --output-root")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(key)
+    resumed = (run_dir / "checkpoints").exists()
     command = [sys.executable, "-m", "terminal_rl.train", "experiment=learning_proof", f"run.id={run_id(seed, arm)}",
                f"run.output_root={output_root}", f"task_set.split_seed={seed}", f"trainer.total_training_steps={steps}",
                *ARMS[arm], *extra]
@@ -105,17 +158,25 @@ def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str]
     if steps not in curve or 0 not in curve:
         raise SystemExit(f"seed {seed} {arm}: no held-out pass rate at step 0 and {steps} in {run_dir}/logs")
     metrics = load_metrics(run_dir)
-    result = {"seed": seed, "arm": arm, "run_dir": str(run_dir), "minutes": (time.time() - start) / 60,
+    # minutes: this sitting's wall time (resumed: the part after the checkpoint only).
+    result = {"seed": seed, "arm": arm, "fingerprint": key, "command": " ".join(command[2:]), "run_dir": str(run_dir),
+              "minutes": (time.time() - start) / 60, "resumed": resumed,
+              "warm_start_weights_sha256": warm_start_digest,
               "held_out_pass_rate": curve, "gain": curve[steps] - curve[0],
               "held_out_by_level": held_out_by_level(run_dir, levels),
               "train_pass_rate": {int(s): float(v) for s, v in metrics.get("reward/pass_rate", {}).dropna().items()},
               "phase_seconds": {p: float(metrics[p].mean()) for p in PHASES if p in metrics}}
     done.write_text(json.dumps(result, indent=2) + "\n")
-    return result
+    return with_int_steps(json.loads(done.read_text()))
 
 
 def summary(arms: list[dict], seeds: list[int]) -> dict:
+    """The targets, judged on the seeds whose two arms are both done (``met`` only once all are)."""
     by = {(a["seed"], a["arm"]): a for a in arms}
+    pending = [s for s in seeds if not all((s, arm) in by for arm in ARMS)]
+    seeds = [s for s in seeds if s not in pending]
+    if not seeds:
+        return {"seeds_pending": pending}
     gains = [by[s, "treatment"]["gain"] for s in seeds]
     controls = [by[s, "control"]["gain"] for s in seeds]
     minutes = [by[s, "treatment"]["minutes"] + by[s, "control"]["minutes"] for s in seeds]
@@ -123,10 +184,12 @@ def summary(arms: list[dict], seeds: list[int]) -> dict:
         "post_sft_pass_rate": by[seeds[0], "treatment"]["held_out_pass_rate"][0],
         "treatment_gain": dict(zip(map(str, seeds), gains)), "mean_treatment_gain": sum(gains) / len(gains),
         "control_change": dict(zip(map(str, seeds), controls)), "minutes_per_seed": dict(zip(map(str, seeds), minutes)),
-        "met": {"mean_gain": sum(gains) / len(gains) >= TARGETS["mean_gain_min"],
-                "every_seed_gain": min(gains) >= TARGETS["seed_gain_min"],
-                "control_flat": max(abs(c) for c in controls) <= TARGETS["control_change_max"],
-                "minutes_per_seed": max(minutes) <= TARGETS["minutes_per_seed_max"]},
+        "seeds_pending": pending,
+        "met": None if pending else {
+            "mean_gain": sum(gains) / len(gains) >= TARGETS["mean_gain_min"],
+            "every_seed_gain": min(gains) >= TARGETS["seed_gain_min"],
+            "control_flat": max(abs(c) for c in controls) <= TARGETS["control_change_max"],
+            "minutes_per_seed": max(minutes) <= TARGETS["minutes_per_seed_max"]},
     }
 
 
@@ -138,9 +201,13 @@ def plot(arms: list[dict], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     colours = plt.get_cmap("tab10")
+    seeds = sorted({arm["seed"] for arm in arms})
     for arm in arms:
         steps = sorted(arm["held_out_pass_rate"])
+        # Each later seed drawn thinner, so equal curves show as nested lines instead of hiding each other.
+        rank = seeds.index(arm["seed"])
         ax.plot(steps, [arm["held_out_pass_rate"][s] for s in steps], marker="o", color=colours(arm["seed"]),
+                linewidth=4.5 - 1.4 * rank, markersize=11 - 3 * rank,
                 linestyle="-" if arm["arm"] == "treatment" else "--", label=f"seed {arm['seed']} {arm['arm']}")
     ax.set(xlabel="GRPO step", ylabel="held-out pass rate (greedy)", ylim=(0, 1),
            title="Tiny model on write_value: GRPO vs shuffled-reward control")
@@ -152,27 +219,45 @@ def plot(arms: list[dict], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS),
+                        help="run only these arms now (the report keeps the others already recorded)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--output-root", type=Path, default=ROOT / "outputs")
     parser.add_argument("--out", type=Path, default=RESULTS / "learning_proof")
     parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
     args = parser.parse_args()
     cfg = experiment(args.output_root, args.overrides)
-    warm_minutes = warm_start(cfg)
-    levels = held_out_task_levels(cfg)
-    arms = [run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels)
-            for seed in args.seeds for arm in ARMS]
-    # JSON keys are strings: normalise the curves read back from finished arms.
-    for arm in arms:
-        for curve in ("held_out_pass_rate", "held_out_by_level"):
-            arm[curve] = {int(k): v for k, v in arm[curve].items()}
-    report = {"command": " ".join(["benchmarks/learning_proof.py", *sys.argv[1:]]), "targets": TARGETS,
-              "warm_start_minutes_this_invocation": warm_minutes,
-              "summary": summary(arms, args.seeds), "arms": arms}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    plot(arms, args.out.with_suffix(".png"))
-    print(json.dumps(report["summary"], indent=2))
+    keys = {arm: fingerprint(arm, args.overrides, args.steps) for arm in ARMS}
+    json_path = args.out.with_suffix(".json")
+    previous = json.loads(json_path.read_text()) if json_path.is_file() else {}
+    results, superseded = recorded_arms(previous, keys)
+    to_run = [(seed, arm) for seed in args.seeds for arm in args.arms if (seed, arm) not in results]
+    # Measured when this sitting makes the warm start, else the sitting's that made it.
+    warm_minutes = previous.get("warm_start_minutes")
+    if to_run:
+        cached = (Path(cfg.model.path) / "config.json").is_file()
+        minutes = warm_start(cfg)
+        warm_minutes = warm_minutes if cached else minutes
+        digest = weights_digest(Path(cfg.model.path))
+        for key in unpaired(results, {seed for seed, _ in to_run}, digest):
+            superseded.append(results.pop(key))
+            to_run.append(key)
+        to_run.sort(key=lambda k: (k[0], list(ARMS).index(k[1])))
+        levels = held_out_task_levels(cfg)
+    seeds = sorted(set(args.seeds) | {seed for seed, _ in results})
+    # The command that makes every recorded figure from scratch (a sitting may run only some arms).
+    command = " ".join(["benchmarks/learning_proof.py", "--seeds", *map(str, seeds), "--steps", str(args.steps),
+                        *args.overrides])
+    for seed, arm in to_run:
+        results[seed, arm] = run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels, keys[arm],
+                                     digest)
+        arms = [results[k] for k in sorted(results, key=lambda k: (k[0], list(ARMS).index(k[1])))]
+        report = {"command": command, "fingerprints": keys, "targets": TARGETS, "warm_start_minutes": warm_minutes,
+                  "summary": summary(arms, seeds), "arms": arms, "superseded": superseded}
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(report, indent=2) + "\n")
+        plot(arms, args.out.with_suffix(".png"))
+    print(json.dumps(summary(list(results.values()), seeds), indent=2))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ spec.loader.exec_module(learning_proof)
 
 
 def arm(seed, name, curve, minutes=25.0):
-    return {"seed": seed, "arm": name, "held_out_pass_rate": curve, "gain": curve[20] - curve[0], "minutes": minutes}
+    return {"seed": seed, "arm": name, "held_out_pass_rate": curve, "held_out_by_level": {}, "gain": curve[20] - curve[0],
+            "minutes": minutes}
 
 
 def test_held_out_curve_is_verls_validation_pass_rate_by_step(tmp_path):
@@ -54,6 +55,50 @@ def test_targets_are_judged_per_seed_and_on_average():
     assert summary["minutes_per_seed"] == {"0": 50.0, "1": 65.0}
     assert summary["met"] == {"mean_gain": True, "every_seed_gain": False, "control_flat": False,
                               "minutes_per_seed": False}
+
+
+def test_targets_wait_for_every_seed_and_judge_the_finished_ones():
+    arms = [arm(0, "treatment", {0: 0.5, 20: 0.8}), arm(0, "control", {0: 0.5, 20: 0.52}),
+            arm(1, "treatment", {0: 0.5, 20: 0.6})]
+    summary = learning_proof.summary(arms, [0, 1, 2])
+    assert summary["seeds_pending"] == [1, 2] and summary["met"] is None
+    assert summary["treatment_gain"] == {"0": pytest.approx(0.3)}
+    assert learning_proof.summary(arms[2:], [1]) == {"seeds_pending": [1]}
+
+
+def test_a_later_sitting_keeps_the_arms_of_its_settings_and_the_others_as_superseded():
+    keys = {"treatment": "abc", "control": "def"}
+    assert learning_proof.recorded_arms({}, keys) == ({}, [])
+    old = dict(arm(0, "control", {0: 0.5, 20: 0.5}), fingerprint="old")
+    report = json.loads(json.dumps({"arms": [dict(arm(0, "treatment", {0: 0.5, 20: 0.8}), fingerprint="abc"), old,
+                                             dict(arm(1, "control", {0: 0.5, 20: 0.5}), fingerprint="abc")],
+                                    "superseded": [{"seed": 9}]}))
+    kept, superseded = learning_proof.recorded_arms(report, keys)
+    assert list(kept) == [(0, "treatment")]  # seed 1's control ran under the treatment's settings
+    assert kept[0, "treatment"]["held_out_pass_rate"] == {0: 0.5, 20: 0.8}  # step numbers again, not strings
+    assert [a.get("fingerprint") for a in superseded] == [None, "old", "abc"]  # nothing recorded is dropped
+
+
+def test_a_recorded_arm_from_another_warm_start_is_rerun_with_its_partner():
+    kept = {(0, "treatment"): {"warm_start_weights_sha256": "aaa"}, (1, "treatment"): {"warm_start_weights_sha256": "bbb"},
+            (2, "treatment"): {"warm_start_weights_sha256": "aaa"}}
+    assert learning_proof.unpaired(kept, {1, 2}, "aaa") == [(1, "treatment")]  # seed 0 runs nothing now
+
+
+def test_the_fingerprint_follows_each_arms_settings():
+    key = learning_proof.fingerprint("treatment", [], 20)
+    assert key == learning_proof.fingerprint("treatment", [], 20)
+    assert key != learning_proof.fingerprint("control", [], 20)  # algorithm=grpo_shuffled is in it
+    assert key != learning_proof.fingerprint("treatment", [], 10)
+    assert key != learning_proof.fingerprint("treatment", ["actor_rollout_ref.actor.optim.lr=3e-4"], 20)
+
+
+def test_a_run_directory_of_other_settings_is_refused_not_resumed(tmp_path):
+    run_dir = tmp_path / learning_proof.run_id(0, "control")
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "benchmark_fingerprint").write_text("old")
+    with pytest.raises(SystemExit, match="holds a run under other settings"):
+        learning_proof.run_arm(0, "control", 20, tmp_path, [], {}, "new", "aaa")
 
 
 def test_plot_has_one_line_per_seed_and_arm(tmp_path):

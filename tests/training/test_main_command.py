@@ -38,3 +38,7 @@ def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
     [metrics] = (tmp_path / "main" / "logs").glob("metrics.*.jsonl")
     steps = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert [s["step"] for s in steps if "timing_s/step" in s["data"]] == [1, 2]
+    # The KL anchor: verl's reference model is the warm start itself (no distance before the first
+    # update), and the KL loss reaches the actor every step.
+    kl = {s["step"]: s["data"]["actor/kl_loss"] for s in steps if "actor/kl_loss" in s["data"]}
+    assert sorted(kl) == [1, 2] and abs(kl[1]) < 1e-6, kl
