@@ -45,6 +45,11 @@ PHASES = ["timing_s/step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/re
 TARGETS = {"mean_gain_min": 0.20, "seed_gain_min": 0.12, "control_change_max": 0.05, "minutes_per_seed_max": 60}
 
 
+def arm_order(key: tuple[int, str]) -> tuple[int, int]:
+    """Sort key of a (seed, arm): by seed, the treatment before its control."""
+    return key[0], list(ARMS).index(key[1])
+
+
 def run_id(seed: int, arm: str) -> str:
     return f"learning_proof_s{seed}_{arm}"
 
@@ -242,7 +247,7 @@ def main() -> None:
         for key in unpaired(results, {seed for seed, _ in to_run}, digest):
             superseded.append(results.pop(key))
             to_run.append(key)
-        to_run.sort(key=lambda k: (k[0], list(ARMS).index(k[1])))
+        to_run.sort(key=arm_order)
         levels = held_out_task_levels(cfg)
     seeds = sorted(set(args.seeds) | {seed for seed, _ in results})
     # The command that makes every recorded figure from scratch (a sitting may run only some arms).
@@ -251,7 +256,7 @@ def main() -> None:
     for seed, arm in to_run:
         results[seed, arm] = run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels, keys[arm],
                                      digest)
-        arms = [results[k] for k in sorted(results, key=lambda k: (k[0], list(ARMS).index(k[1])))]
+        arms = [results[k] for k in sorted(results, key=arm_order)]
         report = {"command": command, "fingerprints": keys, "targets": TARGETS, "warm_start_minutes": warm_minutes,
                   "summary": summary(arms, seeds), "arms": arms, "superseded": superseded}
         json_path.parent.mkdir(parents=True, exist_ok=True)
