@@ -64,7 +64,7 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
          f"concurrency={warm.concurrency}"],
         ["datasets", "build", *run, f"agent={warm.agent}", f"model={warm.model}", f"enable_thinking={thinking}",
          "sft.min_score=0"],
-        ["sft", *run, f"model={warm.model}", f"verl.trainer.total_epochs={warm.epochs}"],
+        ["sft", *run, f"model={warm.model}", f"hardware={cfg.hardware.name}", f"verl.trainer.total_epochs={warm.epochs}"],
     ]
     for app, *args in steps:
         if subprocess.run([sys.executable, "-m", f"terminal_rl.{app}", *args]).returncode != 0:
@@ -83,7 +83,8 @@ def settings(cfg: DictConfig) -> dict:
     return {"warm_start": warm,
             "tasks": OmegaConf.to_container(cfg.task_set.procedural, resolve=True) | {"path": cfg.task_set.path},
             "protocol": cfg.agent.protocol,
-            "enable_thinking": bool(cfg.data.apply_chat_template_kwargs.enable_thinking)}
+            "enable_thinking": bool(cfg.data.apply_chat_template_kwargs.enable_thinking),
+            "param_dtype": cfg.hardware.param_dtype}
 
 
 def procedural_overrides(task_set: DictConfig) -> list[str]:

@@ -206,7 +206,10 @@ def main(model_dir: Path, out: Path) -> None:
                          "engine": type(worker.actor.engine).__name__, "strategy": actor_cfg.strategy,
                          "loss_agg_mode": actor_cfg.loss_agg_mode, "optimizer": actor_cfg.optim.optimizer,
                          "lr": actor_cfg.optim.lr, "clip_grad": actor_cfg.optim.clip_grad,
-                         "micro_batch_size": actor_cfg.ppo_micro_batch_size_per_gpu, "temperature": temperature},
+                         "micro_batch_size": actor_cfg.ppo_micro_batch_size_per_gpu, "temperature": temperature,
+                         # FSDP's param dtype as verl's engine took it (transformer_impl.py l. 403): fp32
+                         # means no autocast (l. 1559-1563).
+                         "autocast_dtype": str(worker.actor.engine._autocast_dtype)},
               "scenarios": {}}
     initial, steps, grads = None, {}, {}
     for scenario in ("main", "swapped", "masked", "leak"):

@@ -9,6 +9,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from terminal_rl.agent.episode import Episode, EpisodeLimits
+from terminal_rl.config import compose
 from terminal_rl.integrations.verl.config_check import verl_problems
 from terminal_rl.training.preflight import run_preflight, supported_pairs
 from tests.training.conftest import train_config
@@ -121,6 +122,17 @@ def test_our_model_group_and_verls_both_compose():
     assert cfg.actor_rollout_ref.model.path == "Qwen/Qwen3-32B"  # ours feeds verl's by interpolation
     assert cfg.actor_rollout_ref.model.lora_rank == 8  # a verl override still reaches verl's node
     assert cfg.trainer.nnodes == 4 and cfg.trainer.n_gpus_per_node == 8
+
+
+@pytest.mark.parametrize("hardware", ["cpu", "a100_2x", "h100_4x8"])
+def test_the_training_dtype_is_the_hardware_presets_for_actor_reference_and_sft(hardware):
+    """fp32 on CPU (bf16 matmuls without native bf16 are ~7x slower), verl's bf16 on GPUs; verl's FSDP
+    engine reads ``mixed_precision.param_dtype`` (workers/engine/fsdp/transformer_impl.py l. 391-403)."""
+    expected = "fp32" if hardware == "cpu" else "bf16"
+    train = train_config(f"hardware={hardware}").actor_rollout_ref
+    sft = compose("sft", ["run.id=test", f"hardware={hardware}"]).verl
+    for engine in (train.actor.fsdp_config, train.ref.fsdp_config, sft.engine):
+        assert engine.mixed_precision.param_dtype == expected
 
 
 def test_flattened_config_snapshot_for_qwen3_32b_on_h100_4x8():
