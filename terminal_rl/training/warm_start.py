@@ -64,7 +64,8 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
          f"concurrency={warm.concurrency}"],
         ["datasets", "build", *run, f"agent={warm.agent}", f"model={warm.model}", f"enable_thinking={thinking}",
          "sft.min_score=0"],
-        ["sft", *run, f"model={warm.model}", f"hardware={cfg.hardware.name}", f"verl.trainer.total_epochs={warm.epochs}"],
+        ["sft", *run, f"model={warm.model}", f"hardware={cfg.hardware.name}",
+         f"hardware.param_dtype={cfg.hardware.param_dtype}", f"verl.trainer.total_epochs={warm.epochs}"],
     ]
     for app, *args in steps:
         if subprocess.run([sys.executable, "-m", f"terminal_rl.{app}", *args]).returncode != 0:

@@ -2,7 +2,7 @@
 
     python -m tests.integrations.actor_sign_probe MODEL_DIR OUT_JSON      (one process, gloo)
 
-The actor is what our training run builds: our train config (``hardware=cpu``, the tiny learner,
+The actor is what our training run builds: our train config (``hardware=cpu`` in fp32, the tiny learner,
 ``policy_loss.loss_mode=terminal_rl_vanilla``, AdamW, token-mean) composed and resolved as the driver
 does, our plugin loaded by ``driver.apply_environment``, then verl's ``ActorRolloutRefWorker`` (role
 ``actor``) and its ``init_model``, ``compute_log_prob`` and ``update_actor``. Nothing of verl is patched.
@@ -53,7 +53,8 @@ def compose_config(model_dir: Path, out_dir: Path):
 
     from terminal_rl.config import compose
 
-    cfg = compose("train", ["run.id=actor-sign", "hardware=cpu", "model=tiny_learner", "model_hardware.micro_batch_per_gpu=2",
+    cfg = compose("train", ["run.id=actor-sign", "hardware=cpu", "hardware.param_dtype=fp32", "model=tiny_learner",
+                            "model_hardware.micro_batch_per_gpu=2",
                             f"run.output_root={out_dir}", f"model.path={model_dir}",
                             f"actor_rollout_ref.actor.optim.lr={LR}"])
     OmegaConf.resolve(cfg)  # as the driver does before verl sees the config (driver.py train())

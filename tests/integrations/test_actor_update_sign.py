@@ -40,7 +40,7 @@ from tests.support import free_port
 
 pytestmark = pytest.mark.verl
 
-# fp32 on CPU (hardware.param_dtype): adding rows changes the padded shapes of the micro-batches, which
+# fp32 (hardware.param_dtype, pinned by the probe): adding rows changes the padded shapes of the micro-batches, which
 # moves the gradient by float rounding, 1e-7 of its norm (measured; bf16 moved it by 0.3%); a leak
 # moves it by more than 100%.
 GRAD_NOISE = 1e-4
@@ -76,7 +76,7 @@ def test_the_update_is_verls_actor_with_our_loss_one_optimizer_step(probe):
     assert (config["loss_fn"], config["engine"], config["strategy"]) == (
         "verl.workers.utils.losses.ppo_loss", "FSDPEngineWithLMHead", "fsdp2")
     assert config["loss_agg_mode"] == "token-mean"
-    # hardware=cpu trains in fp32: bf16 matmuls on a CPU without native bf16 are ~7x slower.
+    # hardware.param_dtype=fp32 reaches verl's engine: it trains without autocast.
     assert config["autocast_dtype"] == "torch.float32"
     for name, run in scenarios.items():
         assert run["same_start"], f"{name}: reset() gave other initial weights"

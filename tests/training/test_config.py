@@ -9,7 +9,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from terminal_rl.agent.episode import Episode, EpisodeLimits
-from terminal_rl.config import compose
+from terminal_rl.config import compose, cpu_training_dtype
 from terminal_rl.integrations.verl.config_check import verl_problems
 from terminal_rl.training.preflight import run_preflight, supported_pairs
 from tests.training.conftest import train_config
@@ -126,13 +126,33 @@ def test_our_model_group_and_verls_both_compose():
 
 @pytest.mark.parametrize("hardware", ["cpu", "a100_2x", "h100_4x8"])
 def test_the_training_dtype_is_the_hardware_presets_for_actor_reference_and_sft(hardware):
-    """fp32 on CPU (bf16 matmuls without native bf16 are ~7x slower), verl's bf16 on GPUs; verl's FSDP
-    engine reads ``mixed_precision.param_dtype`` (workers/engine/fsdp/transformer_impl.py l. 391-403)."""
-    expected = "fp32" if hardware == "cpu" else "bf16"
+    """The CPU's fastest dtype on CPU, verl's bf16 on GPUs; verl's FSDP engine reads
+    ``mixed_precision.param_dtype`` (workers/engine/fsdp/transformer_impl.py l. 391-403)."""
+    expected = cpu_training_dtype() if hardware == "cpu" else "bf16"
     train = train_config(f"hardware={hardware}").actor_rollout_ref
     sft = compose("sft", ["run.id=test", f"hardware={hardware}"]).verl
     for engine in (train.actor.fsdp_config, train.ref.fsdp_config, sft.engine):
         assert engine.mixed_precision.param_dtype == expected
+
+
+@pytest.mark.parametrize(("avx512_bf16", "amx", "expected"), [
+    (False, False, "fp32"), (True, False, "bf16"), (False, True, "bf16")])
+def test_a_cpu_trains_in_bf16_only_when_it_computes_bf16_natively(monkeypatch, avx512_bf16, amx, expected):
+    import torch
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert cpu_training_dtype() == expected
+    assert train_config("hardware=cpu").actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == expected
+
+
+def test_the_learning_proof_trains_in_fp32_on_every_cpu(monkeypatch):
+    """Pinned, so its cached warm start and every seed's figures compare across machines."""
+    import torch
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    cfg = train_config("experiment=learning_proof")
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == "fp32"
 
 
 def test_flattened_config_snapshot_for_qwen3_32b_on_h100_4x8():
