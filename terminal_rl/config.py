@@ -20,8 +20,7 @@ CONF_DIR = PROJECT_ROOT / "conf"
 
 T = TypeVar("T")
 
-# Arithmetic for configs that derive one setting from others (e.g. response length = context -
-# prompt), and the CPU's training dtype. Registered only in the driver: configs are resolved there before any worker sees them.
+
 def cpu_training_dtype() -> str:
     """``bf16`` where this CPU computes bf16 natively (AVX512-BF16 or AMX, as torch detects them), else
     ``fp32``: emulated bf16 matmuls (AVX2 only, most laptops) ran ~7x slower than fp32 here."""
@@ -30,6 +29,9 @@ def cpu_training_dtype() -> str:
     return "bf16" if torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported() else "fp32"
 
 
+# Arithmetic for configs that derive one setting from others (e.g. response length = context -
+# prompt), and the CPU's training dtype. Registered only in the driver: configs are resolved there
+# before any worker sees them.
 for _name, _fn in (("tr.sub", lambda a, b: a - b), ("tr.mul", lambda a, b: a * b), ("tr.div", lambda a, b: a // b),
                    ("tr.min", lambda a, b: min(a, b)), ("tr.eq", lambda a, b: a == b),
                    ("tr.cpu_dtype", cpu_training_dtype)):
