@@ -2,8 +2,8 @@
 
     python -m tests.integrations.actor_sign_probe MODEL_DIR OUT_JSON      (one process, gloo)
 
-The actor is what our training run builds: our train config (``hardware=cpu`` in fp32, the tiny learner,
-``policy_loss.loss_mode=terminal_rl_vanilla``, AdamW, token-mean) composed and resolved as the driver
+The actor is what our training run builds: our train config (``hardware=cpu`` in fp32, the tiny
+learner, ``policy_loss.loss_mode=terminal_rl_vanilla``, AdamW, token-mean) composed and resolved as the driver
 does, our plugin loaded by ``driver.apply_environment``, then verl's ``ActorRolloutRefWorker`` (role
 ``actor``) and its ``init_model``, ``compute_log_prob`` and ``update_actor``. Nothing of verl is patched.
 

@@ -40,9 +40,9 @@ from tests.support import free_port
 
 pytestmark = pytest.mark.verl
 
-# fp32 (hardware.param_dtype, pinned by the probe): adding rows changes the padded shapes of the micro-batches, which
-# moves the gradient by float rounding, 1e-7 of its norm (measured; bf16 moved it by 0.3%); a leak
-# moves it by more than 100%.
+# fp32 (hardware.param_dtype, pinned by the probe): adding rows changes the padded shapes of the
+# micro-batches, which moves the gradient by float rounding, 1e-7 of its norm (measured; bf16 moved it
+# by 0.3%); a leak moves it by more than 100%.
 GRAD_NOISE = 1e-4
 
 
