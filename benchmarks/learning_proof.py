@@ -18,8 +18,10 @@ Resumable per seed and arm, across sittings: an arm already in that JSON under t
 fingerprint (its composed config, the overrides and the step count; not the code) is kept, not rerun,
 so the committed JSON carries a run across fresh checkouts, unless its seed's other arm runs now
 from another warm start (both arms of a seed start from the same model). Arms recorded under other
-settings stay in the JSON as ``superseded``. A finished run in ``outputs/`` is read; an unfinished one
-resumes from its last checkpoint (a run directory of other settings is refused).
+settings stay in the JSON as ``superseded``. ``--rerun`` runs the chosen seeds and arms again even
+when recorded (e.g. to time every seed on one machine); the recorded ones become superseded. A finished
+run in ``outputs/`` is read; an unfinished one resumes from its last checkpoint (a run directory of
+other settings is refused).
 """
 
 from __future__ import annotations
@@ -111,6 +113,12 @@ def recorded_arms(report: dict, keys: dict[str, str]) -> tuple[dict[tuple[int, s
         else:
             superseded.append(arm)
     return kept, superseded
+
+
+def set_aside(kept: dict[tuple[int, str], dict], chosen: list[tuple[int, str]], rerun: bool) -> list[dict]:
+    """With ``rerun``, the recorded arms among ``chosen`` (seed, arm)s, taken out of ``kept`` to be run
+    again (their records go to superseded); else none."""
+    return [kept.pop(key) for key in chosen if rerun and key in kept]
 
 
 def unpaired(kept: dict[tuple[int, str], dict], seeds_to_run: set[int], digest: str) -> list[tuple[int, str]]:
@@ -226,6 +234,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS),
                         help="run only these arms now (the report keeps the others already recorded)")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run the chosen seeds and arms again even if recorded (the records become superseded)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--output-root", type=Path, default=ROOT / "outputs")
     parser.add_argument("--out", type=Path, default=RESULTS / "learning_proof")
@@ -236,7 +246,9 @@ def main() -> None:
     json_path = args.out.with_suffix(".json")
     previous = json.loads(json_path.read_text()) if json_path.is_file() else {}
     results, superseded = recorded_arms(previous, keys)
-    to_run = [(seed, arm) for seed in args.seeds for arm in args.arms if (seed, arm) not in results]
+    chosen = [(seed, arm) for seed in args.seeds for arm in args.arms]
+    superseded += set_aside(results, chosen, args.rerun)
+    to_run = [key for key in chosen if key not in results]
     # Measured when this sitting makes the warm start, else the sitting's that made it.
     warm_minutes = previous.get("warm_start_minutes")
     if to_run:

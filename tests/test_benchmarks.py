@@ -79,6 +79,14 @@ def test_a_later_sitting_keeps_the_arms_of_its_settings_and_the_others_as_supers
     assert [a.get("fingerprint") for a in superseded] == [None, "old", "abc"]  # nothing recorded is dropped
 
 
+def test_rerun_sets_aside_only_the_chosen_recorded_arms():
+    kept = {(0, "treatment"): {"minutes": 82.0}, (0, "control"): {"minutes": 81.0}, (2, "treatment"): {"minutes": 22.0}}
+    chosen = [(0, "treatment"), (1, "treatment")]
+    assert learning_proof.set_aside(dict(kept), chosen, rerun=False) == []
+    assert learning_proof.set_aside(kept, chosen, rerun=True) == [{"minutes": 82.0}]
+    assert list(kept) == [(0, "control"), (2, "treatment")]  # not chosen: kept
+
+
 def test_a_recorded_arm_from_another_warm_start_is_rerun_with_its_partner():
     kept = {(0, "treatment"): {"warm_start_weights_sha256": "aaa"}, (1, "treatment"): {"warm_start_weights_sha256": "bbb"},
             (2, "treatment"): {"warm_start_weights_sha256": "aaa"}}
