@@ -120,3 +120,26 @@ def test_plot_has_one_line_per_seed_and_arm(tmp_path):
     plt.close("all")
     image = Image.open(tmp_path / "proof.png")
     assert image.size[0] > 400 and len(image.getcolors(1 << 16) or []) > 10
+
+
+def test_the_committed_figures_were_made_under_todays_settings():
+    """benchmarks/results/learning_proof.json describes conf/ as it is: a change to the learning proof's
+    composed settings fails here until the benchmark is rerun (it resumes, keeping what still holds)."""
+    report = json.loads((learning_proof.RESULTS / "learning_proof.json").read_text())
+    for arm, key in report["fingerprints"].items():
+        assert learning_proof.fingerprint(arm, [], 20) == key, (
+            f"the {arm} arm's settings changed since benchmarks/results/learning_proof.json was made: "
+            "rerun .venv/bin/python benchmarks/learning_proof.py")
+    assert report["command"] == "benchmarks/learning_proof.py --seeds 0 1 2 --steps 20"
+    assert {(a["seed"], a["arm"]) for a in report["arms"]} == {(s, a) for s in (0, 1, 2) for a in learning_proof.ARMS}
+
+
+def test_the_readme_table_is_the_committed_json():
+    """README.md's learning-proof table: one row per recorded arm, its figures as in the JSON."""
+    report = json.loads((learning_proof.RESULTS / "learning_proof.json").read_text())
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    table = readme.split("## Learning proof", 1)[1].split("| seed | arm |", 1)[1].split("\n\n", 1)[0]
+    rows = [[cell.strip(" *") for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    expected = [[str(a["seed"]), a["arm"], *(f"{a['held_out_pass_rate'][s]:.3f}" for s in ("0", "10", "20")),
+                 f"{100 * a['gain']:+.1f}".replace("+0.0", "0.0"), f"{a['minutes']:.1f}"] for a in report["arms"]]
+    assert rows == expected

@@ -4,7 +4,8 @@ Shuffling keeps every group's reward distribution, so the advantages keep their 
 link between a response and its reward: a pipeline whose gains come from the reward signal should
 not improve under it. The permutation is uniform over all orders, the identity included (a
 derangement of a group of two would swap the rewards, flipping the signal instead of removing it).
-It is drawn from the group's own id, so a rerun or a resumed run shuffles the same group the same way.
+It is seeded by the group's id (verl's uid, a fresh uuid4 for each prompt of each step), so groups
+are shuffled independently of each other and of any global random state.
 """
 
 from __future__ import annotations
