@@ -52,9 +52,11 @@ def test_targets_are_judged_per_seed_and_on_average():
     summary = learning_proof.summary(arms, [0, 1])
     assert summary["mean_treatment_gain"] == pytest.approx(0.2)
     assert summary["treatment_gain"] == {"0": pytest.approx(0.3), "1": pytest.approx(0.1)}
-    assert summary["minutes_per_seed"] == {"0": 50.0, "1": 65.0}
+    assert summary["minutes_per_seed"] == {"0": 50.0, "1": 65.0} and summary["minutes_all_seeds"] == 115.0
     assert summary["met"] == {"mean_gain": True, "every_seed_gain": False, "control_flat": False,
-                              "minutes_per_seed": False}
+                              "minutes_per_seed": False, "minutes_all_seeds": True}
+    slow = [dict(a, minutes=95.0) for a in arms]
+    assert learning_proof.summary(slow, [0, 1])["met"]["minutes_all_seeds"] is False  # 380 min > 3 h
 
 
 def test_targets_wait_for_every_seed_and_judge_the_finished_ones():
