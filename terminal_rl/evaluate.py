@@ -71,7 +71,7 @@ async def run_plan(plan: EvaluationPlan, factory: SandboxFactory, cfg: DictConfi
 async def run(cfg: DictConfig, console: Console) -> dict:
     tasks = select_tasks(cfg)
     plan = EvaluationPlan(tasks, cfg.attempts, cfg.concurrency, project_path(cfg.results_file))
-    policy = None if cfg.policy.kind == "oracle" else make_policy(cfg.policy, AgentConfig.from_node(cfg.agent).history)
+    policy = None if cfg.policy.kind == "oracle" else make_policy(cfg.policy, AgentConfig.from_node(cfg.agent))
     run_context = RunContext.from_config(cfg.run)
     print_header(console, "evaluate", run_context, [
         *header_rows(cfg, tasks, policy), ("attempts", f"{cfg.attempts} per task, {cfg.concurrency} episodes at once"),

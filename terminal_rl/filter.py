@@ -45,7 +45,7 @@ async def noop_baseline(task, factory: SandboxFactory) -> float | None:
 async def run(cfg: DictConfig, console: Console) -> dict:
     tasks = select_tasks(cfg)
     k = int(cfg.data_filter.attempts)
-    policy = make_policy(cfg.policy, AgentConfig.from_node(cfg.agent).history)
+    policy = make_policy(cfg.policy, AgentConfig.from_node(cfg.agent))
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", policy.name)
     results = project_path(cfg.run.output_root) / "filters" / "pass_rate" / f"{slug}-k{k}.jsonl"
     run_context = RunContext.from_config(cfg.run)

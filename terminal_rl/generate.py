@@ -63,7 +63,7 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     candidates = store.candidates(cfg.seed, draw_specs(config.candidates, cfg.seed, config.categories,
                                                        config.complexities, config.personas))
     agent = AgentConfig.from_node(cfg.agent)
-    solver = SolveFilter(make_policy(cfg.policy, agent.history), make_protocol(agent.protocol), agent.limits,
+    solver = SolveFilter(make_policy(cfg.policy, agent), make_protocol(agent.protocol), agent.limits,
                          work_dir / "solve" / "results.jsonl")
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
         pipeline = Pipeline(config, store, JsonChat(config.llm, config.max_tokens), factory, solver,

@@ -85,6 +85,11 @@ class RunContext:
         return self.node_local_dir / "leases"
 
     @property
+    def sandbox_slots_dir(self) -> Path:
+        """The node's sandbox slots, shared by every process of this run on it (``sandbox/node_slots.py``)."""
+        return self.node_local_dir / "sandbox_slots"
+
+    @property
     def toolchain_root(self) -> Path:
         """The verifier's toolchain, built once per node and shared by every run (``sandbox/toolchain.py``)."""
         return self.node_local_dir.parent / "toolchain"

@@ -20,7 +20,7 @@ if PREFLIGHT_ONLY:
 
 def preflight(cfg: DictConfig) -> bool:
     from terminal_rl.integrations.verl.config_check import verl_problems
-    from terminal_rl.training.preflight import run_preflight
+    from terminal_rl.training.preflight import notes, run_preflight
 
     # Under Slurm the node checks (container engine, disk, networks) run in the job, on every node.
     problems = run_preflight(cfg, verl_problems, on_this_node=cfg.launcher.kind == "local")
@@ -28,6 +28,8 @@ def preflight(cfg: DictConfig) -> bool:
         print(f"preflight: {problem}", file=sys.stderr)
     if not problems:
         print(f"preflight: ok ({cfg.model.name} on {cfg.hardware.name})")
+        for note in notes(cfg):
+            print(f"preflight: {note}")
     return not problems
 
 

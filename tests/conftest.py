@@ -44,7 +44,7 @@ def default_limits(tbrl_task_set) -> Limits:
 
 @pytest.fixture(scope="session")
 def tbrl_csv() -> Path:
-    path = (PROJECT_ROOT / "../shared/datasets/terminal_bench_rl.csv").resolve()
+    path = (PROJECT_ROOT / "data/terminal_bench_rl.csv").resolve()
     assert path.is_file(), f"the shared dataset must sit beside the project: {path}"
     return path
 

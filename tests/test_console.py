@@ -12,7 +12,7 @@ from pathlib import Path
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.console import MetricsFollower, app_header, header_lines, step_line, task_counts, validation_line
 
-SETTINGS = {"task_set": {"path": "../shared/datasets/terminal_bench_rl.csv"}, "model": {"name": "qwen3_32b"},
+SETTINGS = {"task_set": {"path": "data/terminal_bench_rl.csv"}, "model": {"name": "qwen3_32b"},
             "hardware": {"name": "h100_4x8", "nodes": 4, "gpus_per_node": 8, "device": "cuda"},
             "reward_mix": {"weights": {"tests": 0.65, "judge": 0.35}},
             "curriculum": {"kind": "staged", "stages": [{"name": "process", "judge_weights": {"easy": 0.5, "hard": 0.1}},

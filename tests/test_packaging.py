@@ -23,3 +23,26 @@ def test_constraint_files_agree_with_direct_pins():
             assert gpu[name] == version, f"constraints/gpu.txt pins {name}=={gpu[name]}, pyproject says {version}"
     assert cpu["torch"] == "2.13.0" and gpu["torch"] == "2.11.0"
     assert "vllm" in gpu and "vllm" not in cpu
+
+
+def test_the_repository_needs_nothing_beside_it():
+    """A clone alone runs: no setting points outside it, and the default task set ships in data/
+    with the digest its README states."""
+    import hashlib
+
+    import yaml
+
+    from terminal_rl.config import CONF_DIR, compose, project_path
+
+    outside = []
+    for path in CONF_DIR.rglob("*.yaml"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            value = line.split("#", 1)[0].split(":", 1)[-1].strip().strip("'\"")
+            if value.startswith("../") or "/../" in value:
+                outside.append(f"{path.relative_to(PROJECT_ROOT)}: {line.strip()}")
+    assert outside == []
+    task_file = project_path(compose("train").task_set.path)
+    assert task_file.is_file() and PROJECT_ROOT in task_file.parents
+    digest = hashlib.sha256(task_file.read_bytes()).hexdigest()
+    assert digest in (PROJECT_ROOT / "data" / "README.md").read_text(encoding="utf-8")
+    assert yaml.safe_load((CONF_DIR / "task_set" / "tbrl.yaml").read_text())["path"] == "data/terminal_bench_rl.csv"

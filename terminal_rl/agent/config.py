@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.agent.episode import EpisodeLimits
-from terminal_rl.agent.tokens import History
+from terminal_rl.agent.tokens import History, SequenceLimits
 from terminal_rl.config import to_dataclass
 
 
@@ -20,6 +20,17 @@ class AgentConfig:
     # Name under which the verl agent loop is registered.
     loop_name: str
     limits: EpisodeLimits
+    # Tokens of the first prompt (system and task) the budget allows.
+    max_prompt_tokens: int
+    # {history: {"prompt": tokens, "response": tokens}}: one training sample's lengths by mode.
+    sample_lengths: dict[str, dict[str, int]]
+
+    @property
+    def sequence_limits(self) -> SequenceLimits:
+        """One sample's lengths in this agent's history mode: what training gives verl and every
+        token-level driver applies, so evaluation and training end an episode at the same turn."""
+        lengths = self.sample_lengths[self.history]
+        return SequenceLimits(int(lengths["prompt"]), int(lengths["response"]))
 
     @classmethod
     def from_node(cls, node: DictConfig | dict) -> AgentConfig:

@@ -18,12 +18,15 @@ rewrite on token ids, so both sides can be compared after applying it.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
+
+from terminal_rl.agent.policies.base import ContextExhausted
 
 # The model turn the template renders observations after; unique text, so its end is found exactly.
 _PROBE_TURN = "terminal_rl probe turn"
@@ -45,6 +48,40 @@ def chat_api_content(text: str) -> str:
 class History(StrEnum):
     APPEND = "append"
     PER_TURN = "per_turn"
+
+
+@dataclass(frozen=True)
+class SequenceLimits:
+    """Lengths of one training sample in tokens (verl's ``rollout.prompt_length`` / ``response_length``,
+    ``agent.sample_lengths`` by history mode); each history mode applies them by its own rule
+    (``TokenHistory.turn_room``). None: no limit."""
+
+    prompt_tokens: int | None = None
+    response_tokens: int | None = None
+
+
+def turn_room(kind: str, limits: SequenceLimits, first_prompt_tokens: int, prompt_tokens: int) -> int | None:
+    """Tokens the next turn may write, by the history mode's rule, from the first prompt's length and
+    the next prompt's (None: no limit); raises ContextExhausted when the next turn cannot run.
+
+    * append: the first prompt is the sample's prompt; every turn and observation after it (the next
+      prompt minus the first) is response, so the response length bounds them all.
+    * per_turn: the next prompt (the rendered history) is the sample's prompt; the turn alone is the
+      response.
+    """
+    prompt_limit, response_limit = limits.prompt_tokens, limits.response_tokens
+    if kind == History.APPEND:
+        if prompt_limit is not None and first_prompt_tokens > prompt_limit:
+            raise ContextExhausted(f"first prompt of {first_prompt_tokens} tokens exceeds {prompt_limit}")
+        if response_limit is None:
+            return None
+        room = response_limit - (prompt_tokens - first_prompt_tokens)
+        if room <= 0:
+            raise ContextExhausted(f"response length {response_limit} reached")
+        return room
+    if prompt_limit is not None and prompt_tokens > prompt_limit:
+        raise ContextExhausted(f"prompt of {prompt_tokens} tokens exceeds {prompt_limit}")
+    return response_limit
 
 
 def bundled_qwen3_tokenizer_dir() -> Path:
@@ -145,6 +182,8 @@ class TokenSample:
     last_version: int | None = None
     # Each model turn's [start, end) in response positions (the model's tokens, as generated).
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
+    # The episode's model turn (0-based) this sample's response starts with.
+    turn: int = 0
 
     def add(self, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
         """Append ``ids`` with loss mask ``mask``; the model's tokens (mask 1) bring their log-probs."""
@@ -183,9 +222,12 @@ class TokenHistory:
         """What the model is asked to continue for its next turn."""
         raise NotImplementedError
 
-    def response_room(self, response_length: int) -> int:
-        """Tokens the next turn may add within verl's response length of one sample."""
-        raise NotImplementedError
+    kind: History
+
+    def turn_room(self, limits: SequenceLimits) -> int | None:
+        """Tokens the next turn may write within one sample's lengths (``turn_room``)."""
+        first = self.samples[0].prompt_ids if self.samples else self.prompt_ids()
+        return turn_room(self.kind, limits, len(first), len(self.prompt_ids()))
 
     def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
         """Record the model's turn (see ``TokenSample.add_model_turn``) and add it to the messages."""
@@ -207,6 +249,8 @@ class TokenHistory:
 class AppendHistory(TokenHistory):
     """``agent.history=append``: one sample whose response holds every turn and observation."""
 
+    kind = History.APPEND
+
     def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
         super().__init__(chat, messages)
         self.samples = [TokenSample(chat.prompt_ids(messages))]
@@ -214,9 +258,6 @@ class AppendHistory(TokenHistory):
     def prompt_ids(self) -> list[int]:
         sample = self.samples[0]
         return sample.prompt_ids + sample.response_ids
-
-    def response_room(self, response_length: int) -> int:
-        return response_length - len(self.samples[0].response_ids)
 
     def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
         self.samples[0].add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
@@ -231,6 +272,8 @@ class PerTurnHistory(TokenHistory):
     """``agent.history=per_turn``: each turn's prompt is the template's rendering of the history;
     one sample per turn (its response: that turn's tokens)."""
 
+    kind = History.PER_TURN
+
     def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
         super().__init__(chat, messages)
         self._prompt: tuple[int, list[int]] = (-1, [])
@@ -240,11 +283,8 @@ class PerTurnHistory(TokenHistory):
             self._prompt = (len(self.messages), self.chat.prompt_ids(self.messages))
         return self._prompt[1]
 
-    def response_room(self, response_length: int) -> int:
-        return response_length
-
     def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
-        sample = TokenSample(self.prompt_ids())
+        sample = TokenSample(self.prompt_ids(), turn=len(self.samples))
         sample.add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
         self.samples.append(sample)
         self._add_message(token_ids)
@@ -252,6 +292,23 @@ class PerTurnHistory(TokenHistory):
     @property
     def context_tokens(self) -> int:
         return super().context_tokens if self.samples else 0
+
+
+def prompt_digest(ids: list[int]) -> str:
+    """A prompt's identity in the rollout log (sha256 of its ids as little-endian uint32s): per_turn
+    rows log it instead of the prompt itself, which is the whole rendered history."""
+    return hashlib.sha256(b"".join(i.to_bytes(4, "little") for i in ids)).hexdigest()
+
+
+def per_turn_prompt(chat: ChatTokenizer, messages: list[dict[str, str]], turn: int) -> list[int]:
+    """The prompt per_turn mode sent for model turn ``turn`` (0-based) of a recorded conversation:
+    the template's rendering of the messages before it, each reply as a chat API keeps it."""
+    assistant = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    if turn >= len(assistant):
+        raise ValueError(f"the conversation has {len(assistant)} model turns, not {turn + 1}")
+    seen = [{**m, "content": chat_api_content(m["content"])} if m["role"] == "assistant" else m
+            for m in messages[: assistant[turn]]]
+    return chat.prompt_ids(seen)
 
 
 def make_history(kind: str, chat: ChatTokenizer, messages: list[dict[str, str]]) -> TokenHistory:

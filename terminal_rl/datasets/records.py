@@ -8,7 +8,7 @@ sample is one sequence: prompt then response, the loss mask 1 on the model's own
 
 from __future__ import annotations
 
-from terminal_rl.agent.tokens import ChatTokenizer, replay
+from terminal_rl.agent.tokens import ChatTokenizer, per_turn_prompt, prompt_digest, replay
 from terminal_rl.datasets.sources import Episode
 
 
@@ -16,11 +16,23 @@ def training_samples(episode: Episode, chat: ChatTokenizer, history: str) -> lis
     """[{input_ids, loss_mask}] per training sample of the episode (prompt mask 0, model tokens 1)."""
     stored = episode.trajectory.metadata.get("samples")
     if stored:
-        samples = [(s["prompt_ids"], s["response_ids"], s["response_mask"]) for s in stored]
+        samples = [(_logged_prompt(s, episode, chat), s["response_ids"], s["response_mask"]) for s in stored]
     else:
         samples = [(s.prompt_ids, s.response_ids, s.response_mask)
                    for s in replay(history, chat, episode.trajectory.messages).samples]
     return token_rows(samples)
+
+
+def _logged_prompt(sample: dict, episode: Episode, chat: ChatTokenizer) -> list[int]:
+    """A logged sample's prompt ids: as logged, or (per_turn, which logs a digest) rebuilt from the
+    episode's messages and checked against the digest the agent loop logged."""
+    if "prompt_ids" in sample:
+        return sample["prompt_ids"]
+    ids = per_turn_prompt(chat, episode.trajectory.messages, sample["turn"])
+    if prompt_digest(ids) != sample["prompt_sha256"]:
+        raise ValueError(f"{episode.file}#{episode.line}: turn {sample['turn']}'s prompt rebuilt from its messages is not the one "
+                         "trained (another tokenizer, chat template or enable_thinking than the run's?)")
+    return ids
 
 
 def token_rows(samples) -> list[dict[str, list[int]]]:

@@ -18,6 +18,8 @@ class LoRA:
     alpha: int
     # "all-linear" or a list of projection names.
     target_modules: str | list[str]
+    # The actor's learning rate under LoRA (None: the full fine-tuning rate).
+    lr: float | None = None
 
 
 def projections(architecture: dict) -> dict[str, tuple[int, int]]:

@@ -31,6 +31,7 @@ from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.sandbox.janitor import sweep_periodically
 from terminal_rl.sandbox.lease import MOUNT_POINT, Lease
 from terminal_rl.sandbox.network import ensure_egress_network
+from terminal_rl.sandbox.node_slots import NodeSlots
 from terminal_rl.sandbox.owner import Owner
 from terminal_rl.sandbox.shell import STATE_DIR_PREFIX, CommandResult, ShellSession
 from terminal_rl.sandbox.terminal import Terminal
@@ -116,7 +117,8 @@ def sandbox_ulimits(config: SandboxConfig) -> list[Ulimit]:
 
 
 class SandboxFactory:
-    """Starts sandboxes for one run in this process; at most ``max_sandboxes`` alive at once.
+    """Starts sandboxes for one run in this process; at most ``max_sandboxes`` alive at once on the
+    node, across every process of the run there (``node_slots.py``).
 
     Use as ``async with SandboxFactory(...) as factory``: entering sweeps orphans left by dead
     processes and keeps the janitor running beside the rollouts; leaving stops it.
@@ -132,7 +134,7 @@ class SandboxFactory:
         self.lease = Lease(run.lease_dir, config.lease.renew_sec)
         self.toolchain: Toolchain | None = None
         self.ulimits = sandbox_ulimits(config)
-        self._slots = asyncio.Semaphore(config.max_sandboxes)
+        self._slots = NodeSlots(run.sandbox_slots_dir, config.max_sandboxes)
         self._egress_ready = False
         self._janitor: asyncio.Task | None = None
 
@@ -166,7 +168,7 @@ class SandboxFactory:
     @contextlib.asynccontextmanager
     async def sandbox(self, spec: SandboxSpec) -> AsyncIterator[Sandbox]:
         """A started sandbox, removed when the block ends on every path (error, timeout, cancellation)."""
-        async with self._slots:
+        async with self._slots.hold():
             container_id = await self._create(spec)
             try:
                 sandbox = await self._attach(container_id)

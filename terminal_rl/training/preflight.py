@@ -1,7 +1,8 @@
 """Preflight: every check that can fail a run, done in seconds before any job starts or is submitted.
 
 Each check returns the problems it finds, one clear message each (the setting, its value, the fix);
-``run_preflight`` collects them all instead of stopping at the first. verl's own validation runs
+``run_preflight`` collects them all instead of stopping at the first. ``preflight_notes`` tells what
+does not refuse a run: warnings, and what a step and the checkpoints will cost. verl's own validation runs
 through ``terminal_rl.integrations.verl`` (the only package that imports verl).
 """
 
@@ -11,11 +12,18 @@ import os
 from collections.abc import Callable
 from omegaconf import DictConfig, OmegaConf
 
-from terminal_rl.config import CONF_DIR, to_dataclass
+from terminal_rl.agent.config import AgentConfig
+from terminal_rl.agent.tokens import History, SequenceLimits
+from terminal_rl.config import CONF_DIR, project_path, to_dataclass
 from terminal_rl.models.lora import LoRA, projections, trainable_parameters, unknown_modules
+from terminal_rl.training.costs import EpisodeShape, checkpoint_gb, episode_cost
 from terminal_rl.training.memory import estimate
 
 Check = Callable[[DictConfig], list[str]]
+
+# LoRA needs about 10x full fine-tuning's rate (1e-6 here; Schulman et al., "LoRA Without Regret",
+# 2025): below this floor a LoRA run barely moves, so preflight warns.
+LORA_LR_FLOOR = 5e-6
 
 
 def supported_pairs() -> list[str]:
@@ -41,12 +49,16 @@ def check_batches(cfg: DictConfig) -> list[str]:
     mini = cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     if mini > prompts or prompts % mini:
         problems.append(f"actor.ppo_mini_batch_size ({mini}) must divide data.train_batch_size ({prompts})")
-    # verl splits each GPU's share of a mini-batch into micro-batches (workers/engine/utils.py l. 124-127);
-    # with one row per trajectory (append) the share is fixed.
-    micro, per_gpu = cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, mini * n // gpus
-    if cfg.agent.history == "append" and per_gpu % micro:
-        problems.append(f"a mini-batch of {mini} prompts x {n} rollouts gives {per_gpu} trajectories per GPU, not "
-                        f"divisible by actor.ppo_micro_batch_size_per_gpu ({micro}); change micro_batch_per_gpu, "
+    # verl gives each data-parallel rank (GPUs / Ulysses: the FSDP engine's get_data_parallel_size,
+    # workers/engine/fsdp/transformer_impl.py l. 651-652) mini-batch / dp rows (workers/engine_workers.py
+    # l. 266-270) and splits them into micro-batches (workers/engine/utils.py l. 124-127); with one row
+    # per trajectory (append) the share is fixed.
+    dp = gpus // cfg.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
+    micro, per_rank = cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, mini * n // max(dp, 1)
+    if cfg.agent.history == "append" and per_rank % micro:
+        problems.append(f"a mini-batch of {mini} prompts x {n} rollouts gives {per_rank} trajectories per data-parallel "
+                        f"rank ({gpus} GPUs / Ulysses {gpus // max(dp, 1)} = {dp} ranks), not divisible by "
+                        f"actor.ppo_micro_batch_size_per_gpu ({micro}); change micro_batch_per_gpu, "
                         "rollouts_per_prompt or prompts_per_step in the model_hardware file")
     return problems
 
@@ -145,6 +157,76 @@ def check_lora(cfg: DictConfig) -> list[str]:
         elif not trainable_parameters(dict(cfg.model.architecture), lora.rank, targets):
             problems.append(f"model.lora.rank={lora.rank} with target_modules {targets} trains no parameter")
     return problems
+
+
+def lora_lr_warning(cfg: DictConfig) -> list[str]:
+    lr = float(cfg.actor_rollout_ref.actor.optim.lr)
+    if not cfg.model.lora.rank or lr >= LORA_LR_FLOOR:
+        return []
+    return [f"warning: a LoRA run (rank {cfg.model.lora.rank}) at actor lr {lr:g}, below {LORA_LR_FLOOR:g}: LoRA needs "
+            "about 10x the full fine-tuning rate; set model.lora.lr (model/lora=r64 sets 1e-5)"]
+
+
+def step_cost_note(cfg: DictConfig) -> list[str]:
+    """Trained rows and tokens per step in both history modes, for the configured geometry and the
+    episode shape ``cost_estimate`` assumes (per_turn re-trains the whole history every turn)."""
+    shape = to_dataclass(cfg.cost_estimate, EpisodeShape)
+    agent = AgentConfig.from_node(cfg.agent)
+    episodes = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n
+    costs = {}
+    for mode in History:
+        lengths = agent.sample_lengths[mode.value]
+        costs[mode] = episode_cost(mode, shape, SequenceLimits(lengths["prompt"], lengths["response"]),
+                                   agent.limits.max_turns, agent.limits.max_tokens_per_turn)
+    parts = [f"{mode.value} {c.turns} turns, {c.rows} row(s) and {c.tokens / 1e3:.1f}k tokens an episode, "
+             f"{episodes * c.tokens / 1e6:.1f}M a step" for mode, c in costs.items()]
+    if not costs[History.APPEND].turns:
+        return [f"cost_estimate's first prompt ({shape.first_prompt_tokens} tokens) does not fit this run's budget: "
+                "set cost_estimate to this run's episodes for a per-step estimate"]
+    ratio = costs[History.PER_TURN].tokens / costs[History.APPEND].tokens
+    return [f"trained tokens ({cfg.data.train_batch_size} prompts x {cfg.actor_rollout_ref.rollout.n} rollouts, episodes of "
+            f"a {shape.first_prompt_tokens}-token prompt and {shape.turn_tokens}-token turns answered by "
+            f"{shape.observation_tokens}): {'; '.join(parts)} (per_turn {ratio:.1f}x); this run: {agent.history}"]
+
+
+def notes(cfg: DictConfig) -> list[str]:
+    """What preflight tells without refusing a run."""
+    return [*lora_lr_warning(cfg), *step_cost_note(cfg), *_checkpoint_plan(cfg)[2:]]
+
+
+def _checkpoint_plan(cfg: DictConfig) -> tuple[int, float, str]:
+    """(checkpoints kept at most, GB each, a line saying so), from the model preset's size."""
+    from terminal_rl.curriculum.schedule import run_steps
+    from terminal_rl.tasks.loaders import TaskSourceError
+
+    trainer = cfg.trainer
+    trained = _lora_trainable(cfg) or cfg.model.architecture.parameters
+    size = checkpoint_gb(float(cfg.model.architecture.parameters), float(trained))
+    kept = trainer.max_actor_ckpt_to_keep
+    if kept is None:  # verl keeps every one: the run's saves
+        try:
+            steps = run_steps(len(_split(cfg)[0]), cfg.data.train_batch_size, trainer.total_epochs,
+                              trainer.total_training_steps)
+        except (TaskSourceError, ValueError):
+            steps = trainer.total_training_steps or 0
+        kept = steps // trainer.save_freq if trainer.save_freq > 0 else 0
+    line = (f"checkpoints: {kept} kept (trainer.max_actor_ckpt_to_keep={trainer.max_actor_ckpt_to_keep}) x "
+            f"{size:.1f} GB = {kept * size:.1f} GB in {trainer.default_local_dir}")
+    return int(kept), size, line
+
+
+def check_checkpoint_disk(cfg: DictConfig) -> list[str]:
+    """The checkpoints the run keeps fit in the free space of their directory."""
+    import shutil
+
+    kept, size, line = _checkpoint_plan(cfg)
+    folder = project_path(cfg.trainer.default_local_dir)
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    free_gb = shutil.disk_usage(existing).free / 1e9
+    if kept * size <= free_gb:
+        return []
+    return [f"{line}, but {existing} has {free_gb:.1f} GB free: lower trainer.max_actor_ckpt_to_keep, raise "
+            "trainer.save_freq, or point trainer.default_local_dir at a larger filesystem"]
 
 
 def check_dataset(cfg: DictConfig) -> list[str]:
@@ -345,7 +427,8 @@ CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequ
                                     check_dataset, check_curriculum, check_history, check_attention,
                                     check_judge_credentials)
 # What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
-NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_egress_network, check_flash_attention)
+NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_checkpoint_disk, check_egress_network,
+                                  check_flash_attention)
 
 
 def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]] | None = None,

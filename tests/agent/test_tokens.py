@@ -14,9 +14,9 @@ from litellm.litellm_core_utils.prompt_templates.reasoning_utils import parse_co
 
 from terminal_rl.agent.actions import ActionResult
 from terminal_rl.agent.policies.base import ContextExhausted
-from terminal_rl.agent.policies.token_session import Generation, SequenceLimits, TokenSession
+from terminal_rl.agent.policies.token_session import Generation, TokenSession
 from terminal_rl.agent.protocols import make_protocol
-from terminal_rl.agent.tokens import ChatTokenizer, bundled_qwen3_tokenizer_dir, drop_earlier_reasoning, load_tokenizer
+from terminal_rl.agent.tokens import ChatTokenizer, SequenceLimits, bundled_qwen3_tokenizer_dir, drop_earlier_reasoning, load_tokenizer
 
 PROTOCOLS = ["xml_yaml", "bash_only", "terminus_json"]
 LONG = "".join(f"line {n}: {'x' * 60}\n" for n in range(600))  # ~40k characters

@@ -6,6 +6,7 @@ steps on the smoke tasks plus a task whose image cannot build and a task whose m
 SIGKILLed right after step 2's checkpoint and resumed from it."""
 
 import json
+import math
 
 import pytest
 
@@ -45,6 +46,8 @@ def test_grpo_steps_log_reward_components_and_validation(cpu_run):
                 "rollout/masked_fraction", "rollout/ended/parse_errors", "behaviour/parse_error_rate",
                 "actor/pg_loss", "critic/score/mean", "timing_s/step", "judge/calls"):
         assert key in steps[1], key
+    assert all(steps[step]["training/optimizer_steps"] == 1 for step in steps), \
+        "one mini-batch a step (ppo_mini_batch_size = prompts_per_step), so one optimizer step"
     log = launch_logs(cpu_run["dir"])[-1]
     assert "val-core/terminal_bench_rl/acc/mean@1" in log, "in-training validation ran on the val split"
     assert "val-aux/terminal_bench_rl/pass/mean@1" in log
@@ -98,6 +101,8 @@ def test_failures_mask_exactly_their_groups_and_never_stop_a_step(cpu_run):
     # A step whose every group is masked (only the raising task was drawn) trains nothing and goes on.
     [all_masked] = [s for s in (1, 3, 4) if steps[s]["rollout/masked_fraction"] == 1.0]
     assert steps[all_masked]["actor/pg_loss"] == 0.0 and steps[all_masked]["actor/grad_norm"] == 0.0
+    assert not [k for k, v in steps[all_masked].items() if isinstance(v, float) and math.isnan(v)], \
+        "no NaN is logged for a step with no loss token (actor/entropy)"
 
 
 def test_rollouts_ran_in_real_sandboxes_and_were_verified(cpu_run):
@@ -113,6 +118,9 @@ def test_a_kill_between_save_and_metrics_resumes_with_the_curriculum(cpu_run):
     state = json.loads((checkpoints / "global_step_2" / "curriculum.json").read_text())
     assert state["state"]["stage"] == 2, "the checkpoint holds the curriculum after step 2, saved with it"
     assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
+    kept = sorted(p.name for p in checkpoints.glob("global_step_*"))
+    assert kept == ["global_step_2", "global_step_3", "global_step_4"], \
+        "trainer.max_actor_ckpt_to_keep=3 holds across the resume (verl alone would keep step 1 too)"
     first_log, resumed_log = launch_logs(cpu_run["dir"])
     assert "step:1 -" in first_log and "global_step_2" in resumed_log and "step:3 -" in resumed_log and "step:1 -" not in resumed_log
     assert metrics(cpu_run["dir"])[3]["curriculum/drawn_stage"] == 2.0, "step 3 drew where step 2 left off"
@@ -149,8 +157,12 @@ def test_the_console_shows_the_run_and_a_line_per_step_and_the_log_has_the_rest(
     first, resumed = cpu_run["first"].stdout, cpu_run["resumed"].stdout
     for launch, steps in ((first, ["1/4"]), (resumed, ["3/4", "4/4"])):
         lines = launch.splitlines()
-        assert lines[0] == "preflight: ok (tiny on cpu)" and lines[1].startswith("terminal_rl train  run ci  ->  "), \
-            launch[:2000]
+        assert lines[0] == "preflight: ok (tiny on cpu)", launch[:2000]
+        notes = [line for line in lines[1:] if line.startswith("preflight: ")]
+        assert any(note.startswith("preflight: trained tokens") for note in notes) and \
+            any(note.startswith("preflight: checkpoints: ") for note in notes), launch[:2000]
+        lines = [lines[0], *lines[1 + len(notes):]]
+        assert lines[1].startswith("terminal_rl train  run ci  ->  "), launch[:2000]
         assert any("tasks       fault_tasks.csv: train" in line for line in lines)
         assert any(line.startswith("  curriculum  staged (") for line in lines)
         assert [line.split()[1] for line in lines if line.startswith("step ")] == steps

@@ -59,3 +59,40 @@ def test_a_mini_batch_of_masked_groups_only_has_zero_loss_not_nan():
     assert loss.item() == 0.0 and not torch.isnan(loss)
     loss.backward()
     assert torch.isfinite(log_prob.grad).all()
+
+
+def dr_grpo_loss(log_prob, old_log_prob, advantages, loss_mask, trajectories: int):
+    """Dr.GRPO's loss as verl computes it for a mini-batch of ``trajectories`` x 1 rollout: verl sets
+    ``global_batch_size`` to the mini-batch's rows (trainer_base.py l. 1829-1851)."""
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+    from verl.workers.config import ActorConfig
+
+    config = ActorConfig(strategy="fsdp2", ppo_mini_batch_size=trajectories, ppo_micro_batch_size_per_gpu=1,
+                         rollout_n=1, policy_loss={"loss_mode": LOSS_MODE})
+    config.global_batch_info.update(dp_size=1, batch_num_tokens=int(loss_mask.sum()), global_batch_size=len(loss_mask),
+                                    loss_scale_factor=100)
+    loss, _ = get_policy_loss_fn(LOSS_MODE)(old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages,
+                                            response_mask=loss_mask.bool(), loss_agg_mode="seq-mean-token-sum-norm",
+                                            config=config)
+    return loss
+
+
+def test_dr_grpo_divides_by_trajectories_not_by_the_rows_per_turn_mode_makes():
+    """Two trajectories, as append trains them (a row each) and as per_turn does (a row a turn: 3 + 1
+    rows): one constant normaliser, so the same loss; verl's row count would give 2/4 of it."""
+    torch.manual_seed(0)
+    old = -torch.rand(2, 6)
+    log_prob = old + 0.05 * torch.randn(2, 6)
+    advantages = torch.tensor([[0.5] * 6, [-0.5] * 6])
+    append = dr_grpo_loss(log_prob, old, advantages, torch.ones(2, 6, dtype=torch.int64), trajectories=2)
+    # per_turn: trajectory 0's turns in rows of 2 tokens each, trajectory 1 in one row.
+    rows = [(0, slice(0, 2)), (0, slice(2, 4)), (0, slice(4, 6)), (1, slice(0, 6))]
+    mask = torch.zeros(4, 6, dtype=torch.int64)
+    split = [torch.zeros(4, 6) for _ in range(3)]
+    for row, (trajectory, span) in enumerate(rows):
+        mask[row, span] = 1
+        for tensor, source in zip(split, (log_prob, old, advantages)):
+            tensor[row, span] = source[trajectory, span]
+    per_turn = dr_grpo_loss(split[0], split[1], split[2], mask, trajectories=2)
+    assert per_turn.item() == pytest.approx(append.item(), rel=1e-5)
+    assert append.item() != 0.0

@@ -9,7 +9,8 @@ from omegaconf import OmegaConf
 
 from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, LiteLLMPolicy
 from terminal_rl.agent.policies.token_policy import TokenPolicy, TokenPolicyConfig
-from terminal_rl.agent.tokens import ChatTokenizer, bundled_qwen3_tokenizer_dir, drop_earlier_reasoning, load_tokenizer
+from terminal_rl.agent.tokens import (ChatTokenizer, bundled_qwen3_tokenizer_dir, drop_earlier_reasoning, load_tokenizer,
+                                     per_turn_prompt, prompt_digest)
 from terminal_rl.run_context import RunContext
 from terminal_rl.tasks.prepare import prepare_task_set
 from terminal_rl.tasks.task_set import task_set_config
@@ -51,14 +52,15 @@ def scripted_ids(tokenizer):
     return [tokenizer.encode(t, add_special_tokens=False) + ([] if n == 1 else [eos]) for n, t in enumerate(TURNS)]
 
 
-def run_verl_loop(tmp_path, tokenizer, history, thinking, turns=None):
-    """One training trajectory through TerminalAgentLoop: (outputs, prompts the server saw, messages)."""
+def run_verl_loop(tmp_path, tokenizer, history, thinking, turns=None, shapes=("hardware=cpu", "model=tiny")):
+    """One training trajectory through TerminalAgentLoop, on a smoke task, at ``shapes`` (overrides):
+    (outputs, prompts the server saw, the step ledger, the rollout log files)."""
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from terminal_rl.integrations.verl import agent_loop
 
-    cfg = train_config("hardware=cpu", "model=tiny", "task_set=tbrl_smoke", f"run.output_root={tmp_path}",
+    cfg = train_config(*shapes, "task_set=tbrl_smoke", f"run.output_root={tmp_path}",
                        "actor_rollout_ref.rollout.n=1", f"agent.history={history}",
                        f"+data.apply_chat_template_kwargs.enable_thinking={thinking}")
     OmegaConf.resolve(cfg)
@@ -66,7 +68,7 @@ def run_verl_loop(tmp_path, tokenizer, history, thinking, turns=None):
     prepared = prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
     task = next(t for t in tasks_from_parquet(prepared.train_file) if t.id == TASK)
     agent_loop._STATE = None
-    manager = FakeServerManager(turns or scripted_ids(tokenizer))
+    manager = turns if isinstance(turns, FakeServerManager) else FakeServerManager(turns or scripted_ids(tokenizer))
     loop = agent_loop.TerminalAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=manager, tokenizer=tokenizer,
                                         processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data))
     ledger = StepLedger(max_refills=0)
@@ -126,6 +128,13 @@ def test_verl_loop_per_turn_outputs_are_what_a_chat_api_is_sent(tmp_path, tokeni
     outputs, prompts, _, logs = run_verl_loop(tmp_path, tokenizer, "per_turn", True)
     trajectory = json.loads(logs[0].read_text().splitlines()[0])
     assert len(outputs) == 4 and [o.prompt_ids for o in outputs] == prompts
+    # The rollout log keeps each row's prompt as its length and digest (not the whole history), and
+    # the template's rendering of the logged messages is that prompt.
+    chat = ChatTokenizer(tokenizer, True)
+    for turn, (logged, sent) in enumerate(zip(trajectory["metadata"]["samples"], prompts)):
+        assert "prompt_ids" not in logged and logged["turn"] == turn
+        assert (logged["prompt_tokens"], logged["prompt_sha256"]) == (len(sent), prompt_digest(sent))
+        assert per_turn_prompt(chat, trajectory["messages"], turn) == sent
     rewards = {o.reward_score for o in outputs}
     assert len(rewards) == 1 and trajectory["termination"] == "finished", "every row carries the trajectory's reward"
     texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in scripted_ids(tokenizer)]

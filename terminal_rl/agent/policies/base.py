@@ -26,6 +26,8 @@ class Reply:
     # Token-level drivers: the model's own token ids for this turn (never re-tokenised).
     token_ids: list[int] | None = None
     cost_usd: float = 0.0
+    # Tokens of the prompt this reply answered, when the server counted them.
+    prompt_tokens: int | None = None
 
 
 class PolicySession(ABC):

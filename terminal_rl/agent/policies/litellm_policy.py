@@ -1,6 +1,11 @@
 """Any chat model through litellm (third-party APIs, or a local OpenAI-compatible server).
 
-API keys come from the environment variable the config names, never from the config itself.
+API keys come from the environment variable the config names, never from the config itself. The
+agent's context budget applies by the history mode's rule (``terminal_rl.agent.tokens.turn_room``),
+on the server's own token counts (``usage``): a turn whose prompt training would have refused ends
+the episode as context exhausted, its reply unused. The server counts the prompt only once it has it,
+so a turn's ``max_tokens`` is bounded by the counts before its new observation (append mode may then
+write up to one observation's length past the response length; the next turn ends the episode).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from terminal_rl.agent.policies.base import Policy, PolicyError, PolicySession, Reply
+from terminal_rl.agent.tokens import SequenceLimits, turn_room
 from terminal_rl.tasks.model import Task
 
 
@@ -41,8 +47,9 @@ def quiet_litellm():
 
 
 class LiteLLMPolicy(Policy):
-    def __init__(self, config: LiteLLMConfig):
+    def __init__(self, config: LiteLLMConfig, history: str = "per_turn", limits: SequenceLimits = SequenceLimits()):
         self.config = config
+        self.history, self.limits = history, limits
         self.name = f"litellm:{config.model}"
         self._slots = asyncio.Semaphore(config.concurrency)
 
@@ -74,12 +81,30 @@ class LiteLLMPolicy(Policy):
             completion_tokens=getattr(usage, "completion_tokens", None),
             context_tokens=getattr(usage, "total_tokens", None),
             cost_usd=cost,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
         )
 
 
 class _LiteLLMSession(PolicySession):
+    """One episode's turns, within the agent's context budget by the server's token counts."""
+
     def __init__(self, policy: LiteLLMPolicy):
         self._policy = policy
+        self._first_prompt: int | None = None
+        self._context = 0  # prompt + completion of the latest turn, as the server counted them
 
     async def reply(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
-        return await self._policy.complete(messages, max_tokens)
+        policy = self._policy
+        if self._first_prompt is not None:  # a lower bound of the next prompt: before its observation
+            max_tokens = self._bounded(max_tokens, self._context)
+        reply = await policy.complete(messages, max_tokens)
+        if reply.prompt_tokens is None:  # a server without usage: the episode's own budget only
+            return reply
+        self._first_prompt = reply.prompt_tokens if self._first_prompt is None else self._first_prompt
+        self._bounded(max_tokens, reply.prompt_tokens)  # raises where training would not have run this turn
+        self._context = reply.prompt_tokens + (reply.completion_tokens or 0)
+        return reply
+
+    def _bounded(self, max_tokens: int, prompt_tokens: int) -> int:
+        room = turn_room(self._policy.history, self._policy.limits, self._first_prompt, prompt_tokens)
+        return max_tokens if room is None else min(max_tokens, room)

@@ -20,7 +20,7 @@ import httpx
 
 from terminal_rl.agent.policies.base import Policy, PolicyError, PolicySession
 from terminal_rl.agent.policies.token_session import Generation, TokenSession
-from terminal_rl.agent.tokens import ChatTokenizer, load_tokenizer
+from terminal_rl.agent.tokens import ChatTokenizer, SequenceLimits, load_tokenizer
 from terminal_rl.tasks.model import Task
 
 
@@ -41,15 +41,16 @@ class TokenPolicyConfig:
 
 
 class TokenPolicy(Policy):
-    def __init__(self, config: TokenPolicyConfig, history: str = "append"):
+    def __init__(self, config: TokenPolicyConfig, history: str = "append", limits: SequenceLimits = SequenceLimits()):
         self.config = config
         self.history = history
+        self.limits = limits
         self.name = f"token:{config.model}"
         self.chat = ChatTokenizer(load_tokenizer(config.tokenizer), config.enable_thinking)
         self._slots = asyncio.Semaphore(config.concurrency)
 
     def session(self, task: Task) -> PolicySession:
-        return TokenSession(self.chat, self.history, self.generate)
+        return TokenSession(self.chat, self.history, self.generate, self.limits)
 
     async def generate(self, prompt_ids: list[int], max_tokens: int) -> Generation:
         config = self.config

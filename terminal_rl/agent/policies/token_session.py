@@ -11,8 +11,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from terminal_rl.agent.policies.base import ContextExhausted, PolicyError, PolicySession, Reply
-from terminal_rl.agent.tokens import ChatTokenizer, TokenHistory, make_history
+from terminal_rl.agent.policies.base import PolicyError, PolicySession, Reply
+from terminal_rl.agent.tokens import ChatTokenizer, SequenceLimits, TokenHistory, make_history
 
 
 @dataclass(frozen=True)
@@ -27,15 +27,6 @@ class Generation:
 
 # (prompt ids, max new tokens) -> the model's turn
 Generate = Callable[[list[int], int], Awaitable[Generation]]
-
-
-@dataclass(frozen=True)
-class SequenceLimits:
-    """Lengths of one training sample (verl's ``rollout.prompt_length`` / ``response_length``); a
-    turn that cannot fit ends the episode as context exhausted. None: no limit (evaluation)."""
-
-    prompt_tokens: int | None = None
-    response_tokens: int | None = None
 
 
 class TokenSession(PolicySession):
@@ -54,14 +45,9 @@ class TokenSession(PolicySession):
             # messages[self._seen] is our own previous reply, already in the history as its tokens.
             self.history.add_observation(messages[self._seen + 1 :])
         self._seen = len(messages)
+        room = self.history.turn_room(self._limits)  # raises ContextExhausted
+        max_tokens = max_tokens if room is None else min(max_tokens, room)
         prompt = self.history.prompt_ids()
-        limits = self._limits
-        if limits.prompt_tokens is not None and len(prompt) > limits.prompt_tokens:
-            raise ContextExhausted(f"prompt of {len(prompt)} tokens exceeds {limits.prompt_tokens}")
-        if limits.response_tokens is not None:
-            max_tokens = min(max_tokens, self.history.response_room(limits.response_tokens))
-            if max_tokens <= 0:
-                raise ContextExhausted(f"response length {limits.response_tokens} reached")
         started = time.monotonic()
         try:
             generation = await self._generate(prompt, max_tokens)

@@ -37,10 +37,10 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.metrics import behaviour_metrics
 from terminal_rl.agent.policies.base import Policy, PolicySession
-from terminal_rl.agent.policies.token_session import Generation, SequenceLimits, TokenSession
+from terminal_rl.agent.policies.token_session import Generation, TokenSession
 from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.runner import episode_deadline_sec, run_episode
-from terminal_rl.agent.tokens import ChatTokenizer, TokenSample
+from terminal_rl.agent.tokens import ChatTokenizer, History, SequenceLimits, TokenSample, prompt_digest
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.config import to_dataclass
 from terminal_rl.filtering.variance import filter_signal, group_variances, lacks_signal
@@ -176,6 +176,10 @@ class TerminalAgentLoop(AgentLoopBase):
         """The session's training samples, responses cut at verl's response length."""
         chat, length = self.state.chat, self.rollout_config.response_length
         samples = [s for s in session.history.samples if s.response_ids] if session.history is not None else []
+        # verl reads a session's advantage at its last row (trainer/ppo/v1/utils.py l. 167-217): a last
+        # row with no model token (a turn of nothing but the closing token) would give every turn 0.
+        while len(samples) > 1 and not any(samples[-1].response_mask):
+            samples.pop()
         if not samples:  # the model never answered: one masked token keeps verl's shapes valid
             prompt = session.history.prompt_ids() if session.history is not None else chat.prompt_ids(
                 [{"role": "user", "content": trajectory.task_id}])
@@ -231,13 +235,23 @@ class TerminalAgentLoop(AgentLoopBase):
         trajectory.metadata["loss_masked"] = "truncated" if self._truncation_masked(trajectory) else None
         trajectory.metadata["filtered"] = scores.filtered
         trajectory.metadata["history"] = self.state.agent.history
-        trajectory.metadata["samples"] = [{"prompt_ids": s.prompt_ids, "response_ids": s.response_ids,
-                                           "response_mask": s.response_mask} for s in samples]
+        trajectory.metadata["samples"] = [_logged_sample(s, self.state.agent.history) for s in samples]
         folder = self.state.run.log_dir / "rollouts"
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{trajectory.metadata['split']}_step{trajectory.metadata['global_steps']:06d}.{os.getpid()}.jsonl"
         with (folder / name).open("a", encoding="utf-8") as out:
             out.write(trajectory.to_json() + "\n")
+
+
+def _logged_sample(sample: TokenSample, history: str) -> dict[str, Any]:
+    """A training sample as the rollout log keeps it. per_turn prompts are the whole rendered history
+    (turns^2/2 tokens an episode, 0.5-1 GB a step at production lengths): their length, digest and
+    turn instead, rebuilt and checked from the messages by whoever reads them (datasets)."""
+    if history != History.PER_TURN:
+        return {"prompt_ids": sample.prompt_ids, "response_ids": sample.response_ids,
+                "response_mask": sample.response_mask}
+    return {"prompt_tokens": len(sample.prompt_ids), "prompt_sha256": prompt_digest(sample.prompt_ids),
+            "turn": sample.turn, "response_ids": sample.response_ids, "response_mask": sample.response_mask}
 
 
 def _test_scores(scores: GroupScores) -> list[float]:

@@ -8,6 +8,13 @@ l. 1170-1175): 0 tokens give 0/0 = NaN in the loss and its metrics. Counted as o
 the loss is 0 and its gradient is zero. What this does not change: the optimizer still steps (Adam's
 moments and weight decay move the weights a little), as verl does for any batch whose advantages are
 all zero.
+
+Dr.GRPO (``seq-mean-token-sum-norm``) divides the mini-batch's summed token losses by its row count
+(verl passes the mini-batch's rows as ``global_batch_size``, ``trainer/ppo/v1/trainer_base.py``
+l. 1829-1851) and ``loss_scale_factor``. With ``agent.history=per_turn`` a trajectory is one row a
+turn and the trainer sizes mini-batches in rows, so that divisor would change with the turns a step
+drew: it is pinned to the mini-batch's trajectories (the worker's configured ``ppo_mini_batch_size``
+x ``rollout_n``, never resized), equal to its rows in append mode.
 """
 
 from __future__ import annotations
@@ -26,5 +33,7 @@ def vanilla_policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_
     info = config.global_batch_info if config is not None else {}
     if info.get("batch_num_tokens") == 0:
         info["batch_num_tokens"] = 1  # the same dict later serves the entropy and KL terms (losses.py l. 127-139)
+    if config is not None and loss_agg_mode == "seq-mean-token-sum-norm":
+        info["global_batch_size"] = config.ppo_mini_batch_size * config.rollout_n
     return compute_policy_loss_vanilla(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config,
                                        rollout_is_weights)

@@ -11,6 +11,7 @@ switch verl onto its async code paths. Everything else is verl's own. Where this
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from terminal_rl.integrations.verl.curriculum import run_curriculum
 from terminal_rl.integrations.verl.services import ledger
 from terminal_rl.plot import plot_run
 from terminal_rl.rewards.turn_credit import TurnCredit
+from terminal_rl.training.checkpoints import enforce_retention
 
 # reward_extra_info key prefix -> metric name prefix
 _PREFIXES = {"component_": "reward/{}/mean", "weight_": "reward/weight/{}", "end_": "rollout/ended/{}",
@@ -86,12 +88,15 @@ class TerminalTrainer(PPOTrainerSync):
     def _save_checkpoint(self):
         """The curriculum state goes into the checkpoint folder first: verl writes
         ``latest_checkpointed_iteration.txt`` last (TB l. 1010-1024), so a checkpoint a resume can
-        find always has it."""
-        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+        find always has it. Then the run keeps ``trainer.max_actor_ckpt_to_keep`` on disk."""
+        root = Path(self.config.trainer.default_local_dir)
+        folder = root / f"global_step_{self.global_steps}"
         folder.mkdir(parents=True, exist_ok=True)
         run_curriculum(self.config.data).save(folder)
         super()._save_checkpoint()
-        plot_run(Path(self.config.trainer.default_local_dir).parent, warn=print)
+        # verl's retention forgets what an earlier attempt of the run saved (training/checkpoints.py).
+        enforce_retention(root, self.config.trainer.get("max_actor_ckpt_to_keep"))
+        plot_run(root.parent, warn=print)
 
     def _load_checkpoint(self):
         super()._load_checkpoint()
@@ -139,7 +144,8 @@ class TerminalTrainer(PPOTrainerSync):
         return batch
 
     def _verl_advantage(self, batch, response_mask, metrics):
-        if int(response_mask.values().sum()) > 0:
+        self._trains_nothing = int(response_mask.values().sum()) == 0
+        if not self._trains_nothing:
             return super()._compute_advantage(batch, metrics)
         algorithm = self.config.algorithm
         correction = algorithm.get("rollout_correction")
@@ -157,7 +163,13 @@ class TerminalTrainer(PPOTrainerSync):
         return max(worker_group._dispatch_info["actor"]) + 1
 
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
+        """verl's metrics and ours. A step with no loss token (every group masked) has no entropy or
+        other per-token mean: verl's 0/0 NaNs for them (``agg_loss`` over an empty mask, TB l. 1676-1684)
+        are left out, never logged."""
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
+        if getattr(self, "_trains_nothing", False):
+            for name in [k for k, v in metrics.items() if isinstance(v, float) and math.isnan(v)]:
+                del metrics[name]
         keys = [k for k, tag in zip(batch.keys, batch.tags) if not tag.get("is_padding", False)]
         if not keys:
             return
