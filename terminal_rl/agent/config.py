@@ -28,8 +28,12 @@ class AgentConfig:
     @property
     def sequence_limits(self) -> SequenceLimits:
         """One sample's lengths in this agent's history mode: what training gives verl and every
-        token-level driver applies, so evaluation and training end an episode at the same turn."""
-        lengths = self.sample_lengths[self.history]
+        driver applies, so evaluation and training end an episode at the same turn."""
+        return self.limits_for(self.history)
+
+    def limits_for(self, history: str) -> SequenceLimits:
+        """One sample's lengths in ``history`` mode."""
+        lengths = self.sample_lengths[history]
         return SequenceLimits(int(lengths["prompt"]), int(lengths["response"]))
 
     @classmethod

@@ -68,6 +68,7 @@ async def _run(task: Task, factory: SandboxFactory, protocol: ActionProtocol, po
                 reply = await session.reply(messages, max_tokens)
             except ContextExhausted as error:
                 episode.end(Termination.CONTEXT_EXHAUSTED, str(error))
+                trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + error.cost_usd
                 break
             except PolicyError as error:
                 episode.end(Termination.POLICY_ERROR, str(error))

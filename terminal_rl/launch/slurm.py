@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -35,6 +36,8 @@ from terminal_rl.launch.node_prep import prepare_node
 from terminal_rl.run_context import RunContext
 
 DONE_FILE = "trainer.done"
+# Ray's ports of a node (node_port_base): jobs sharing a host take different slots.
+PORT_BASE, JOB_SLOTS, RANK_PORTS = 11000, 20, 100
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # This node's `ray start --block` process, stopped before the janitor runs on SIGTERM.
 _NODE_RAY: subprocess.Popen | None = None
@@ -48,6 +51,7 @@ class SlurmLauncherConfig:
     qos: str | None
     constraint: str | None
     time_min: int
+    mem_gb: float
     max_restarts: int
     ray_port: int
     join_timeout_sec: float
@@ -76,16 +80,17 @@ def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id
     """submitit's parameters: one task per node; resources from the hardware preset (``nodes``
     overrides its node count), cluster specifics from the launcher config (and conf/local/slurm.yaml
     merged into it)."""
+    # srun in Slurm 22.05-23.02 does not inherit --cpus-per-task from the allocation: it is passed
+    # again. Requeue on preemption is asked for explicitly (a cluster's default may be off).
     parameters = dict(nodes=nodes or hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
-                      mem_gb=hardware.memory_gb_per_node, timeout_min=launcher.time_min, name=f"trl-{run_id}",
-                      slurm_signal_delay_s=120)
+                      mem_gb=launcher.mem_gb, timeout_min=launcher.time_min, name=f"trl-{run_id}",
+                      slurm_signal_delay_s=120, slurm_srun_args=[f"--cpus-per-task={hardware.cpus_per_node}"])
     if hardware.device == "cuda":
         parameters["gpus_per_node"] = hardware.gpus_per_node
     for key in ("partition", "account", "qos", "constraint"):
         if getattr(launcher, key):
             parameters[f"slurm_{key}"] = getattr(launcher, key)
-    if launcher.additional:
-        parameters["slurm_additional_parameters"] = dict(launcher.additional)
+    parameters["slurm_additional_parameters"] = {"requeue": True, **dict(launcher.additional)}
     return parameters
 
 
@@ -99,11 +104,13 @@ class SlurmRun(submitit.helpers.Checkpointable):
     def __call__(self) -> str:
         cfg = OmegaConf.create(self.config)
         env = submitit.JobEnvironment()
-        # Ray's token authentication for the job's cluster: `ray start` and every driver and worker
-        # use the token in ~/.ray/auth_token (a shared home on most clusters).
-        os.environ["RAY_AUTH_MODE"] = "token"
         mark_job_processes()
         run = RunContext.from_config(cfg.run)
+        # Ray's token authentication for the job's cluster: `ray start`, every driver and worker read
+        # the run's own token (its shared directory), not ~/.ray/auth_token, which a fresh account or
+        # a home not shared between nodes does not have.
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN_PATH"] = str(ray_auth_token(run))
         launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
         _remove_sandboxes_on_exit(cfg, run)
         try:
@@ -128,8 +135,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         address = f"{head_address(env)}:{ray_port(launcher, env)}"
         # Drivers on this node must present this node's Slurm address to Ray, not a guessed one.
         os.environ["TERMINAL_RL_NODE_IP"] = head_address(env)
-        done = run.log_dir / "slurm" / f"{env.job_id}.{DONE_FILE}"
-        done.unlink(missing_ok=True)
+        done = done_marker(run, env.job_id)
         ray = ray_node(cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"])
         try:
             wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec)
@@ -146,7 +152,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
 
     def _worker(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
         address = f"{head_address(env)}:{ray_port(launcher, env)}"
-        done = run.log_dir / "slurm" / f"{env.job_id}.{DONE_FILE}"
+        done = done_marker(run, env.job_id)
         deadline = time.monotonic() + launcher.join_timeout_sec
         while True:  # the head may still be starting
             ray = ray_node(cfg, env, [f"--address={address}"])
@@ -164,6 +170,33 @@ class SlurmRun(submitit.helpers.Checkpointable):
         return "worker done"
 
 
+def ray_auth_token(run: RunContext, timeout_sec: float = 60) -> Path:
+    """The run's Ray token file (mode 0600, in the run's shared directory), made by the first node
+    that gets here and read by the others; the same token serves every attempt of the run."""
+    path = run.shared_dir / "ray_auth_token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another node made it: wait until it is written
+        deadline = time.monotonic() + timeout_sec
+        while not path.stat().st_size:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path} stayed empty for {timeout_sec:g} s")
+            time.sleep(0.2)
+        return path
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_hex(32))
+    return path
+
+
+def done_marker(run: RunContext, job_id: str) -> Path:
+    """The file rank 0 writes when its trainer exits, for this attempt of the job: a requeue keeps the
+    job id, so the attempt (``SLURM_RESTART_COUNT``) is in the name and a worker of a requeued job never
+    sees an earlier attempt's marker (it would stop its Ray and leave the head waiting for it)."""
+    attempt = os.environ.get("SLURM_RESTART_COUNT", "0")
+    return run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.{DONE_FILE}"
+
+
 def head_address(env) -> str:
     return node_address(env.hostnames[0])
 
@@ -179,6 +212,15 @@ def ray_port(launcher: SlurmLauncherConfig, env) -> int:
     return launcher.ray_port + int(str(env.job_id).split("_")[0]) % 1000
 
 
+def node_port_base(job_id, rank: int) -> int:
+    """The first of this job's and node's Ray ports: per job (JOB_SLOTS slots of 1000) and rank
+    (RANK_PORTS each, up to 10 nodes), all below Linux's ephemeral range (32768-60999, where the
+    kernel picks the source ports of outgoing connections, so a fixed port there can be taken)."""
+    if not 0 <= rank < 1000 // RANK_PORTS:
+        raise ValueError(f"node rank {rank}: the Ray port plan holds {1000 // RANK_PORTS} nodes a job")
+    return PORT_BASE + int(str(job_id).split("_")[0]) % JOB_SLOTS * 1000 + RANK_PORTS * rank
+
+
 def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
     """Start this node's Ray processes (``ray start --block``, in a process group of their own so
     stopping them never touches other jobs' Ray on the same host, and told to shut down if this
@@ -189,16 +231,15 @@ def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
     gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
     if cfg.hardware.device == "cpu":
         cpus, gpus = cfg.hardware.ray_num_cpus, cfg.hardware.ray_num_gpus
-    # Per job (40 slots of 1000 ports) and rank (100 each): the highest port stays below 65536.
-    offset = 100 * env.global_rank + int(str(env.job_id).split("_")[0]) % 40 * 1000
+    base = node_port_base(env.job_id, env.global_rank)
     command = [str(Path(sys.executable).with_name("ray")), "start", "--block", *extra, f"--num-cpus={cpus}",
                f"--num-gpus={gpus}", f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}",
-               f"--node-manager-port={20000 + offset}", f"--object-manager-port={20001 + offset}",
-               f"--dashboard-agent-listen-port={20002 + offset}", f"--dashboard-agent-grpc-port={20003 + offset}",
-               f"--runtime-env-agent-port={20004 + offset}", f"--metrics-export-port={20005 + offset}",
-               f"--min-worker-port={20010 + offset}", f"--max-worker-port={20099 + offset}"]
+               f"--node-manager-port={base}", f"--object-manager-port={base + 1}",
+               f"--dashboard-agent-listen-port={base + 2}", f"--dashboard-agent-grpc-port={base + 3}",
+               f"--runtime-env-agent-port={base + 4}", f"--metrics-export-port={base + 5}",
+               f"--min-worker-port={base + 10}", f"--max-worker-port={base + RANK_PORTS - 1}"]
     if "--head" in extra:
-        command.append("--include-dashboard=false")
+        command += ["--include-dashboard=false", f"--ray-client-server-port={base + 6}"]
     else:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
     with ray_log(cfg, env).open("a") as log:

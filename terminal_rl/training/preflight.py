@@ -13,10 +13,10 @@ from collections.abc import Callable
 from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.agent.config import AgentConfig
-from terminal_rl.agent.tokens import History, SequenceLimits
+from terminal_rl.agent.tokens import History
 from terminal_rl.config import CONF_DIR, project_path, to_dataclass
 from terminal_rl.models.lora import LoRA, projections, trainable_parameters, unknown_modules
-from terminal_rl.training.costs import EpisodeShape, checkpoint_gb, episode_cost
+from terminal_rl.training.costs import EpisodeCost, EpisodeShape, checkpoint_gb, episode_cost
 from terminal_rl.training.memory import estimate
 
 Check = Callable[[DictConfig], list[str]]
@@ -39,27 +39,30 @@ def check_support(cfg: DictConfig) -> list[str]:
 
 
 def check_batches(cfg: DictConfig) -> list[str]:
+    """Batch sizes against the data-parallel size: GPUs / Ulysses, the FSDP engine's
+    get_data_parallel_size (verl ``workers/engine/fsdp/transformer_impl.py`` l. 651-652)."""
     problems = []
     gpus = cfg.hardware.nodes * cfg.hardware.gpus_per_node
+    ulysses = cfg.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
+    dp = max(gpus // ulysses, 1)
+    where = f"the data-parallel size ({gpus} GPUs / Ulysses {ulysses} = {dp})"
     prompts, n = cfg.data.train_batch_size, cfg.actor_rollout_ref.rollout.n
-    if (prompts * n) % gpus:
+    if (prompts * n) % dp:
         problems.append(f"data.train_batch_size ({prompts}) x rollout.n ({n}) = {prompts * n} trajectories per step "
-                        f"is not divisible by the data-parallel size ({gpus} GPUs); change prompts_per_step or "
-                        "rollouts_per_prompt in the model_hardware file")
+                        f"is not divisible by {where}; change prompts_per_step or rollouts_per_prompt in the "
+                        "model_hardware file")
     mini = cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     if mini > prompts or prompts % mini:
         problems.append(f"actor.ppo_mini_batch_size ({mini}) must divide data.train_batch_size ({prompts})")
-    # verl gives each data-parallel rank (GPUs / Ulysses: the FSDP engine's get_data_parallel_size,
-    # workers/engine/fsdp/transformer_impl.py l. 651-652) mini-batch / dp rows (workers/engine_workers.py
-    # l. 266-270) and splits them into micro-batches (workers/engine/utils.py l. 124-127); with one row
-    # per trajectory (append) the share is fixed.
-    dp = gpus // cfg.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
-    micro, per_rank = cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, mini * n // max(dp, 1)
-    if cfg.agent.history == "append" and per_rank % micro:
-        problems.append(f"a mini-batch of {mini} prompts x {n} rollouts gives {per_rank} trajectories per data-parallel "
-                        f"rank ({gpus} GPUs / Ulysses {gpus // max(dp, 1)} = {dp} ranks), not divisible by "
-                        f"actor.ppo_micro_batch_size_per_gpu ({micro}); change micro_batch_per_gpu, "
-                        "rollouts_per_prompt or prompts_per_step in the model_hardware file")
+    # verl gives each data-parallel rank mini-batch / dp rows (workers/engine_workers.py l. 266-270, which
+    # asserts the division) and splits them into micro-batches (workers/engine/utils.py l. 124-127);
+    # with one row per trajectory (append) the share is fixed.
+    micro = cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu
+    if cfg.agent.history == "append" and ((mini * n) % dp or (mini * n // dp) % micro):
+        problems.append(f"a mini-batch of {mini} prompts x {n} rollouts gives {mini * n / dp:g} trajectories per "
+                        f"data-parallel rank ({where}), not a multiple of actor.ppo_micro_batch_size_per_gpu "
+                        f"({micro}); change micro_batch_per_gpu, rollouts_per_prompt or prompts_per_step in the "
+                        "model_hardware file")
     return problems
 
 
@@ -96,7 +99,7 @@ def check_memory(cfg: DictConfig) -> list[str]:
     if hw.device != "cuda":
         return []
     result = estimate(dict(cfg.model.architecture), hw.nodes * hw.gpus_per_node, hw.gpu_memory_gb,
-                      mh.tensor_parallel, mh.ulysses_parallel, mh.micro_batch_per_gpu, mh.max_context_tokens,
+                      mh.tensor_parallel, mh.ulysses_parallel, mh.micro_batch_per_gpu, cfg.agent.max_context_tokens,
                       mh.gpu_memory_utilization, mh.param_offload, mh.optimizer_offload,
                       hw.attention == "flash_attention_2", _lora_trainable(cfg))
     where = f"for {cfg.model.name} on {_hardware_name(cfg)}"
@@ -167,31 +170,42 @@ def lora_lr_warning(cfg: DictConfig) -> list[str]:
             "about 10x the full fine-tuning rate; set model.lora.lr (model/lora=r64 sets 1e-5)"]
 
 
-def step_cost_note(cfg: DictConfig) -> list[str]:
-    """Trained rows and tokens per step in both history modes, for the configured geometry and the
-    episode shape ``cost_estimate`` assumes (per_turn re-trains the whole history every turn)."""
+def step_costs(cfg: DictConfig) -> dict[History, EpisodeCost]:
+    """An episode's turns, rows and trained tokens in each history mode, for the episode shape
+    ``cost_estimate`` assumes, under this run's budget (a step trains prompts x rollouts of them)."""
     shape = to_dataclass(cfg.cost_estimate, EpisodeShape)
     agent = AgentConfig.from_node(cfg.agent)
+    return {mode: episode_cost(mode, shape, agent.limits_for(mode), agent.limits.max_turns,
+                               agent.limits.max_tokens_per_turn) for mode in History}
+
+
+def step_cost_note(cfg: DictConfig) -> list[str]:
+    """Trained rows and tokens per step in both history modes, for the configured geometry (per_turn
+    re-trains the whole history every turn)."""
+    shape, costs = to_dataclass(cfg.cost_estimate, EpisodeShape), step_costs(cfg)
     episodes = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n
-    costs = {}
-    for mode in History:
-        lengths = agent.sample_lengths[mode.value]
-        costs[mode] = episode_cost(mode, shape, SequenceLimits(lengths["prompt"], lengths["response"]),
-                                   agent.limits.max_turns, agent.limits.max_tokens_per_turn)
-    parts = [f"{mode.value} {c.turns} turns, {c.rows} row(s) and {c.tokens / 1e3:.1f}k tokens an episode, "
-             f"{episodes * c.tokens / 1e6:.1f}M a step" for mode, c in costs.items()]
     if not costs[History.APPEND].turns:
         return [f"cost_estimate's first prompt ({shape.first_prompt_tokens} tokens) does not fit this run's budget: "
                 "set cost_estimate to this run's episodes for a per-step estimate"]
+    parts = [f"{mode.value} {c.turns} turns, {c.rows} row(s) and {c.tokens / 1e3:.1f}k tokens an episode, "
+             f"{episodes * c.tokens / 1e6:.1f}M a step" for mode, c in costs.items()]
     ratio = costs[History.PER_TURN].tokens / costs[History.APPEND].tokens
     return [f"trained tokens ({cfg.data.train_batch_size} prompts x {cfg.actor_rollout_ref.rollout.n} rollouts, episodes of "
             f"a {shape.first_prompt_tokens}-token prompt and {shape.turn_tokens}-token turns answered by "
-            f"{shape.observation_tokens}): {'; '.join(parts)} (per_turn {ratio:.1f}x); this run: {agent.history}"]
+            f"{shape.observation_tokens}): {'; '.join(parts)} (per_turn {ratio:.1f}x); this run: {cfg.agent.history}"]
+
+
+def sandbox_note(cfg: DictConfig) -> list[str]:
+    """How many of a step's episodes run at once: sandbox.max_sandboxes is a node's cap."""
+    episodes = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n
+    at_once = min(episodes, cfg.sandbox.max_sandboxes * cfg.hardware.nodes)
+    return [f"sandboxes: {cfg.sandbox.max_sandboxes} a node x {cfg.hardware.nodes} node(s): {at_once} of a step's "
+            f"{episodes} episodes at once (sandbox.max_sandboxes, from the model_hardware file's sandbox_concurrency)"]
 
 
 def notes(cfg: DictConfig) -> list[str]:
     """What preflight tells without refusing a run."""
-    return [*lora_lr_warning(cfg), *step_cost_note(cfg), *_checkpoint_plan(cfg)[2:]]
+    return [*lora_lr_warning(cfg), *step_cost_note(cfg), *sandbox_note(cfg), *_checkpoint_plan(cfg)[2:]]
 
 
 def _checkpoint_plan(cfg: DictConfig) -> tuple[int, float, str]:
@@ -216,17 +230,24 @@ def _checkpoint_plan(cfg: DictConfig) -> tuple[int, float, str]:
 
 
 def check_checkpoint_disk(cfg: DictConfig) -> list[str]:
-    """The checkpoints the run keeps fit in the free space of their directory."""
+    """The checkpoints the run keeps fit in the free space of their directory: at the peak one more
+    than kept (a save is written before the oldest is removed, verl ``checkpoint_manager.py``
+    l. 166-194), less those already there (a resume's: their space is taken already)."""
     import shutil
+
+    from terminal_rl.training.checkpoints import saved_steps
 
     kept, size, line = _checkpoint_plan(cfg)
     folder = project_path(cfg.trainer.default_local_dir)
     existing = next(p for p in (folder, *folder.parents) if p.exists())
+    present = len(saved_steps(folder)) if folder.is_dir() else 0
+    needed_gb = max(0, kept + 1 - present) * size if kept else 0.0
     free_gb = shutil.disk_usage(existing).free / 1e9
-    if kept * size <= free_gb:
+    if needed_gb <= free_gb:
         return []
-    return [f"{line}, but {existing} has {free_gb:.1f} GB free: lower trainer.max_actor_ckpt_to_keep, raise "
-            "trainer.save_freq, or point trainer.default_local_dir at a larger filesystem"]
+    return [f"{line}; at the peak {needed_gb:.1f} GB more (one more while a save replaces the oldest), but {existing} "
+            f"has {free_gb:.1f} GB free: lower trainer.max_actor_ckpt_to_keep, raise trainer.save_freq, or point "
+            "trainer.default_local_dir at a larger filesystem"]
 
 
 def check_dataset(cfg: DictConfig) -> list[str]:

@@ -110,22 +110,19 @@ def test_per_turn_counts_the_rendered_history_against_the_prompt_length():
 
 
 @pytest.mark.parametrize("history", ["append", "per_turn"])
-def test_evaluation_applies_trainings_budget_for_the_same_preset(history):
-    """``python -m terminal_rl.evaluate`` gives its policies the lengths the training run gives verl."""
-    train = compose("train", USER_COMMAND + [f"agent.history={history}"])
-    training_lengths = SequenceLimits(train.data.max_prompt_length, train.data.max_response_length)
+@pytest.mark.parametrize(("train", "model"), [(USER_COMMAND, []), (["hardware=cpu", "model=tiny"], ["model=tiny"])],
+                         ids=["qwen3_8b", "tiny"])
+def test_evaluation_applies_trainings_budget_for_the_same_preset(history, train, model):
+    """``python -m terminal_rl.evaluate`` gives its policies the lengths the training run of the same
+    model preset gives verl."""
+    trained = compose("train", [*train, f"agent.history={history}"])
+    training_lengths = SequenceLimits(trained.data.max_prompt_length, trained.data.max_response_length)
     for policy in (["policy=token", f"policy.tokenizer={bundled_qwen3_tokenizer_dir()}"], ["policy=litellm"]):
-        evaluate = compose("evaluate", [f"agent.history={history}", *policy])
+        evaluate = compose("evaluate", [*model, f"agent.history={history}", *policy])
         made = make_policy(evaluate.policy, AgentConfig.from_node(evaluate.agent))
         assert (made.history, made.limits) == (history, training_lengths), policy
-    session = made_token_session = make_policy(*_token_evaluation(history)).session(None)
-    assert isinstance(made_token_session, TokenSession) and session._limits == training_lengths
-
-
-def _token_evaluation(history):
-    evaluate = compose("evaluate", [f"agent.history={history}", "policy=token",
-                                    f"policy.tokenizer={bundled_qwen3_tokenizer_dir()}"])
-    return evaluate.policy, AgentConfig.from_node(evaluate.agent)
+        if policy[0] == "policy=token":
+            assert made.session(None)._limits == training_lengths
 
 
 class _CountingServer(LiteLLMPolicy):
@@ -138,7 +135,8 @@ class _CountingServer(LiteLLMPolicy):
 
     async def complete(self, messages, max_tokens):
         self.asked.append(max_tokens)
-        return Reply("x", completion_tokens=100, context_tokens=self.prompts[0] + 100, prompt_tokens=self.prompts.pop(0))
+        return Reply("x", completion_tokens=100, context_tokens=self.prompts[0] + 100, prompt_tokens=self.prompts.pop(0),
+                     cost_usd=0.25)
 
 
 def test_litellm_ends_the_episode_where_training_would_by_the_servers_counts():
@@ -147,12 +145,13 @@ def test_litellm_ends_the_episode_where_training_would_by_the_servers_counts():
     session = server.session(None)
     asyncio.run(session.reply([], 4000))
     asyncio.run(session.reply([], 4000))
-    assert server.asked == [4000, 1000 - (600 - 500)], "bounded by what the server counted before the observation"
+    assert server.asked == [1000, 1000 - (600 - 500)], "bounded by what the server counted before the observation"
     with pytest.raises(ContextExhausted, match="response length 1000"):
         asyncio.run(session.reply([], 4000))  # its prompt holds 1,100 response tokens: training would not run it
     per_turn = _CountingServer("per_turn", SequenceLimits(1000, 300), [500, 1200])
     session = per_turn.session(None)
     asyncio.run(session.reply([], 4000))
-    with pytest.raises(ContextExhausted, match="prompt of 1200 tokens exceeds 1000"):
+    with pytest.raises(ContextExhausted, match="prompt of 1200 tokens exceeds 1000") as refused:
         asyncio.run(session.reply([], 4000))
-    assert per_turn.asked == [4000, 300]
+    assert per_turn.asked == [300, 300], "every turn, the first too, within the response length"
+    assert refused.value.cost_usd == 0.25, "the refused reply's cost is still counted"

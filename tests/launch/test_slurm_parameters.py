@@ -34,8 +34,10 @@ def local_slurm_settings():
 
 def test_resources_come_from_the_hardware_preset():
     assert parameters("hardware=h100_4x8", "model=qwen3_32b") == {
-        "nodes": 4, "tasks_per_node": 1, "cpus_per_task": 96, "mem_gb": 1000, "gpus_per_node": 8,
-        "timeout_min": 1440, "name": "trl-r1", "slurm_signal_delay_s": 120}
+        "nodes": 4, "tasks_per_node": 1, "cpus_per_task": 96, "mem_gb": 0, "gpus_per_node": 8,
+        "timeout_min": 1440, "name": "trl-r1", "slurm_signal_delay_s": 120,
+        # srun of Slurm 22.05-23.02 does not inherit the CPUs; requeue is asked for, not assumed.
+        "slurm_srun_args": ["--cpus-per-task=96"], "slurm_additional_parameters": {"requeue": True}}
     assert "gpus_per_node" not in parameters("hardware=cpu", "model=tiny"), "CPU runs ask Slurm for no GPU"
 
 
@@ -43,7 +45,7 @@ def test_local_settings_merge_over_the_launcher_config(local_slurm_settings):
     got = parameters("hardware=h100_4x8", "model=qwen3_32b")
     assert (got["slurm_partition"], got["slurm_account"], got["slurm_qos"], got["slurm_constraint"]) == \
         ("gpu", "my-lab", "normal", "h100")
-    assert got["slurm_additional_parameters"] == {"exclusive": True}
+    assert got["slurm_additional_parameters"] == {"requeue": True, "exclusive": True}
     assert parameters("hardware=h100_4x8", "model=qwen3_32b", "launcher.partition=debug")["slurm_partition"] == "debug"
 
 
@@ -62,3 +64,45 @@ def test_requeues_stop_at_max_restarts():
     again = SlurmRun(config, restarts=1).checkpoint()
     assert again.function.restarts == 2 and again.function.config == config
     assert SlurmRun(config, restarts=2).checkpoint() is None
+
+
+def test_a_requeued_attempts_workers_never_see_an_earlier_attempts_done_marker(tmp_path, monkeypatch):
+    """A requeue keeps the job id: attempt 0's "trainer done" file must not stop attempt 1's workers."""
+    from terminal_rl.launch.slurm import done_marker
+    from terminal_rl.run_context import RunContext
+
+    run = RunContext.from_config(compose("train", ["run.id=r1", f"run.output_root={tmp_path}"]).run)
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
+    first = done_marker(run, "4242")
+    first.parent.mkdir(parents=True)
+    first.write_text("done")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    assert not done_marker(run, "4242").exists() and done_marker(run, "4242") != first
+
+
+def test_ray_ports_stay_below_the_ephemeral_range_and_apart_per_job_and_node():
+    from terminal_rl.launch.slurm import RANK_PORTS, node_port_base
+
+    bases = {(job, rank): node_port_base(job, rank) for job in range(1000, 1040) for rank in range(10)}
+    assert max(bases.values()) + RANK_PORTS - 1 < 32768 and min(bases.values()) > 10001  # Ray's client port
+    assert len({node_port_base(job, rank) for job in range(1000, 1020) for rank in range(10)}) == 200
+    with pytest.raises(ValueError, match="holds 10 nodes a job"):
+        node_port_base(1000, 10)
+
+
+def test_every_node_of_a_run_reads_one_ray_token_made_for_it(tmp_path):
+    """The token lives in the run's shared directory, private to its owner, the same for every node
+    and attempt (a fresh account has no ~/.ray/auth_token)."""
+    import stat
+    from concurrent.futures import ThreadPoolExecutor
+
+    from terminal_rl.launch.slurm import ray_auth_token
+    from terminal_rl.run_context import RunContext
+
+    run = RunContext.from_config(compose("train", ["run.id=r1", f"run.output_root={tmp_path}"]).run)
+    with ThreadPoolExecutor(4) as nodes:
+        paths = set(nodes.map(lambda _: ray_auth_token(run), range(4)))
+    [path] = paths
+    assert path.parent == run.shared_dir and len(path.read_text()) == 64
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert ray_auth_token(run).read_text() == path.read_text(), "a requeued attempt keeps the token"

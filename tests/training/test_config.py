@@ -43,13 +43,21 @@ def test_unsupported_pairs_are_rejected(model, hardware):
                               f"conf/model_hardware/{model}_{hardware}.yaml); supported model_hardware pairs: ")
 
 
+def test_micro_batches_divide_each_data_parallel_ranks_share_not_each_gpus():
+    """16 prompts x 16 rollouts over 8 data-parallel ranks (32 GPUs, Ulysses 4): 32 rows a rank, so a
+    micro-batch of 16 fits (a share of 256 / 32 GPUs = 8 would refuse it)."""
+    from terminal_rl.training.preflight import check_batches
+
+    assert check_batches(train_config("model=qwen3_32b", "hardware=h100_4x8", "model_hardware.micro_batch_per_gpu=16")) == []
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
-    (["data.train_batch_size=3"], "data.train_batch_size (3) x rollout.n (16) = 48 trajectories per step is not "
-                                  "divisible by the data-parallel size (32 GPUs)"),
+    (["data.train_batch_size=3", "actor_rollout_ref.rollout.n=5"], "data.train_batch_size (3) x rollout.n (5) = 15 "
+     "trajectories per step is not divisible by the data-parallel size (32 GPUs / Ulysses 4 = 8)"),
     (["actor_rollout_ref.rollout.tensor_model_parallel_size=3"], "tensor-parallel size 3 does not divide gpus_per_node (8)"),
     (["actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=6"],
      "Ulysses sequence-parallel size 6 does not divide qwen3_32b's 64 attention heads / 8 KV heads"),
-    (["model_hardware.max_context_tokens=65536"], "agent.max_context_tokens (65536) exceeds qwen3_32b's context length (40960)"),
+    (["model.context.max_context_tokens=65536"], "agent.max_context_tokens (65536) exceeds qwen3_32b's context length (40960)"),
     (["model_hardware.optimizer_offload=false", "model_hardware.param_offload=false", "hardware=h100_8x",
       "model_hardware.micro_batch_per_gpu=4"], "estimated training memory"),
     (["reward_mix=tests65_judge35", "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY"],
@@ -68,7 +76,10 @@ def test_unsupported_pairs_are_rejected(model, hardware):
     (["model.lora.rank=8", "model.lora.target_modules=q_proj"], "model.lora.target_modules must be all-linear or a list"),
     (["model.lora.rank=8", "actor_rollout_ref.model.target_modules=[q_prj]"],
      "actor_rollout_ref.model.target_modules=['q_prj'] differs from model.lora.target_modules=all-linear"),
-    (["model_hardware.micro_batch_per_gpu=3"], "a mini-batch of 16 prompts x 16 rollouts gives 8 trajectories per GPU"),
+    # Ulysses 4 on 32 GPUs: 8 data-parallel ranks get 32 trajectories each (not 256 / 32 GPUs = 8).
+    (["model_hardware.micro_batch_per_gpu=3"],
+     "a mini-batch of 16 prompts x 16 rollouts gives 32 trajectories per data-parallel rank (the data-parallel size "
+     "(32 GPUs / Ulysses 4 = 8))"),
 ])
 def test_seeded_bad_configs_are_rejected_with_the_right_message(overrides, message):
     cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", *overrides)
@@ -195,3 +206,33 @@ def test_node_checks_create_the_egress_network_when_a_task_allows_network():
     cfg = train_config("hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "task_set.default_limits.network=true")
     assert check_egress_network(cfg) == []
     assert docker_client().networks.get(cfg.sandbox.container.egress_network).attrs["Driver"] == "bridge"
+
+
+def test_a_lora_preset_trains_at_its_own_rate_and_preflight_warns_below_the_floor():
+    from terminal_rl.training.preflight import LORA_LR_FLOOR, notes
+
+    lora = train_config("model/lora=r64")
+    assert lora.actor_rollout_ref.actor.optim.lr == 1e-5 and train_config().actor_rollout_ref.actor.optim.lr == 1e-6
+    assert not [n for n in notes(lora) if n.startswith("warning: a LoRA run")]
+    slow = train_config("model.lora.rank=16")  # LoRA by rank alone: full fine-tuning's rate
+    assert slow.actor_rollout_ref.actor.optim.lr < LORA_LR_FLOOR
+    assert [n for n in notes(slow) if n.startswith("warning: a LoRA run (rank 16) at actor lr 1e-06, below 5e-06")]
+
+
+def test_preflight_refuses_checkpoints_that_do_not_fit_and_counts_a_resumes_own(tmp_path, monkeypatch):
+    """Qwen3-8B (~98 GB a checkpoint), 2 kept: 3 at the peak (a save is written before the oldest
+    goes) do not fit in 250 GB; after a resume with 2 on disk, one more does."""
+    import shutil
+    from collections import namedtuple
+
+    from terminal_rl.training.preflight import check_checkpoint_disk
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 250 * 10**9))
+    cfg = train_config("hardware=h100_4x8", f"trainer.default_local_dir={tmp_path}")
+    [problem] = check_checkpoint_disk(cfg)
+    assert "2 kept (trainer.max_actor_ckpt_to_keep=2) x 98.3 GB" in problem and "294.8 GB more" in problem
+    assert "lower trainer.max_actor_ckpt_to_keep" in problem
+    for step in (20, 40):
+        (tmp_path / f"global_step_{step}").mkdir()
+    assert check_checkpoint_disk(cfg) == []

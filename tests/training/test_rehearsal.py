@@ -1,7 +1,7 @@
 """The production rehearsal: the user's command at its own shapes (``experiment=rehearsal``: the
-composed ``hardware=h100_4x8 curriculum=judge_anneal`` with the tiny model on CPU), through verl's
-agent-loop machinery (our TerminalAgentLoop, a real sandbox) with a fast scripted generator where
-the model would be: 1,000-token turns whose commands print ~800 tokens. In both history modes an
+composed ``hardware=h100_4x8 curriculum=judge_anneal`` on one CPU), through verl's agent-loop
+machinery (our TerminalAgentLoop, a real sandbox) with a fast scripted generator where the model
+would be: 1,000-token turns whose commands print ~800 tokens. In both history modes an
 episode reaches >= 90% of the turns its budget allows, its rows and tokens are preflight's estimate
 within 10%, and the step's geometry is the user's (one optimizer step a step).
 
@@ -11,10 +11,10 @@ resume with the same code)."""
 
 import pytest
 
-from terminal_rl.agent.tokens import ChatTokenizer, bundled_qwen3_tokenizer_dir, load_tokenizer
-from terminal_rl.integrations.verl.trainer import mini_batch_prompts
-from terminal_rl.training.costs import EpisodeShape, episode_cost
 from terminal_rl.agent.config import AgentConfig
+from terminal_rl.agent.tokens import History, bundled_qwen3_tokenizer_dir, load_tokenizer
+from terminal_rl.integrations.verl.trainer import mini_batch_prompts
+from terminal_rl.training.preflight import step_costs
 from tests.agent.test_context_budget import budgeted_turns
 from tests.training.conftest import train_config
 from tests.training.test_token_fidelity import FakeServerManager, run_verl_loop
@@ -55,7 +55,7 @@ def test_the_rehearsal_composes_the_user_commands_shapes():
                 "agent.max_turns", "trainer.max_actor_ckpt_to_keep", "trainer.save_freq", "curriculum.kind",
                 "curriculum.stages"):
         assert _get(rehearsal, key) == _get(user, key), key
-    assert (rehearsal.model.name, rehearsal.hardware.device) == ("tiny", "cpu")
+    assert (rehearsal.model.name, rehearsal.hardware.device) == (user.model.name, "cpu")
 
 
 def _get(cfg, key):
@@ -82,25 +82,23 @@ def test_an_episode_at_production_lengths_runs_to_its_budget_as_preflight_estima
     allowed = budgeted_turns(agent, history, first, TURN_TOKENS, observation)
     assert turns >= 0.9 * allowed, f"{history}: {turns} of the {allowed} turns the budget allows"
 
-    estimate = episode_cost(history, EpisodeShape(first, TURN_TOKENS, observation), agent.sequence_limits,
-                            agent.limits.max_turns, agent.limits.max_tokens_per_turn)
+    # preflight's own estimate (what it prints) for an episode of the shape measured here
+    measured = [f"cost_estimate.first_prompt_tokens={first}", f"cost_estimate.turn_tokens={TURN_TOKENS}",
+                f"cost_estimate.observation_tokens={observation}"]
+    estimate = step_costs(train_config(*REHEARSAL, f"agent.history={history}", *measured))[History(history)]
     rows, tokens = len(outputs), sum(len(o.prompt_ids) + len(o.response_ids) for o in outputs)
     assert rows == estimate.rows and abs(turns - estimate.turns) <= 1, (rows, turns, estimate)
-    assert abs(tokens - estimate.tokens) <= 0.1 * estimate.tokens, (tokens, estimate)
+    episodes = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n
+    assert abs(episodes * tokens - episodes * estimate.tokens) <= 0.1 * episodes * estimate.tokens, (tokens, estimate)
     for output in outputs:  # every row within verl's lengths for the mode
         assert len(output.prompt_ids) <= cfg.data.max_prompt_length
         assert len(output.response_ids) <= cfg.data.max_response_length
-
-
-@pytest.mark.parametrize("history", ["append", "per_turn"])
-def test_a_production_step_is_one_optimizer_step(history):
-    """The trainer sizes mini-batches so a step of 32 x 16 trajectories (per_turn: a row a turn, ~16
-    turns) is one optimizer step, as the user's command configures (ppo_mini_batch_size = prompts)."""
-    cfg = train_config(*USER_COMMAND, f"agent.history={history}")
-    n, prompts = cfg.actor_rollout_ref.rollout.n, cfg.data.train_batch_size
-    mini_batches = prompts // cfg.actor_rollout_ref.actor.ppo_mini_batch_size
-    dp = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node // cfg.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
-    rows = prompts * n * (16 if history == "per_turn" else 1)
-    mini = mini_batch_prompts(rows, n, dp, mini_batches)
-    padded = -(-rows // (mini * n)) * mini * n  # verl pads the batch to a multiple of the mini-batch
-    assert mini_batches == 1 and padded // (mini * n) == 1
+    # A step of such episodes (32 x 16 of them, rows as measured) is one optimizer step: the trainer
+    # sizes mini-batches in sessions, verl pads the batch to a multiple of the mini-batch.
+    actor = cfg.actor_rollout_ref.actor
+    mini_batches = cfg.data.train_batch_size // actor.ppo_mini_batch_size
+    user = train_config(*USER_COMMAND)
+    dp = user.trainer.nnodes * user.trainer.n_gpus_per_node // user.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
+    n, step_rows = cfg.actor_rollout_ref.rollout.n, episodes * rows
+    mini = mini_batch_prompts(step_rows, n, dp, mini_batches)
+    assert mini_batches == 1 and -(-step_rows // (mini * n)) == 1, "one optimizer step a step"

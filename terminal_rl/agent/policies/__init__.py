@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
-
-from typing import TYPE_CHECKING
 
 from terminal_rl.agent.policies.base import Policy
 from terminal_rl.agent.policies.scripted import ScriptedPolicy

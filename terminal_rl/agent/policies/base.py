@@ -13,7 +13,10 @@ class PolicyError(RuntimeError):
 
 
 class ContextExhausted(RuntimeError):
-    """The next turn does not fit in the sequence budget: the episode ends as ``context_exhausted``."""
+    """The next turn does not fit in the sequence budget: the episode ends as ``context_exhausted``.
+    ``cost_usd``: what a reply the budget then refused had cost."""
+
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from terminal_rl.agent.policies.base import Policy, PolicyError, PolicySession, Reply
+from terminal_rl.agent.policies.base import ContextExhausted, Policy, PolicyError, PolicySession, Reply
 from terminal_rl.agent.tokens import SequenceLimits, turn_room
 from terminal_rl.tasks.model import Task
 
@@ -47,7 +47,7 @@ def quiet_litellm():
 
 
 class LiteLLMPolicy(Policy):
-    def __init__(self, config: LiteLLMConfig, history: str = "per_turn", limits: SequenceLimits = SequenceLimits()):
+    def __init__(self, config: LiteLLMConfig, history: str = "append", limits: SequenceLimits = SequenceLimits()):
         self.config = config
         self.history, self.limits = history, limits
         self.name = f"litellm:{config.model}"
@@ -94,17 +94,21 @@ class _LiteLLMSession(PolicySession):
         self._context = 0  # prompt + completion of the latest turn, as the server counted them
 
     async def reply(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
-        policy = self._policy
-        if self._first_prompt is not None:  # a lower bound of the next prompt: before its observation
-            max_tokens = self._bounded(max_tokens, self._context)
-        reply = await policy.complete(messages, max_tokens)
+        # Bounded first by what the server counted before this turn's observation (a lower bound).
+        first = self._first_prompt if self._first_prompt is not None else self._context
+        max_tokens = self._bounded(max_tokens, first, self._context)
+        reply = await self._policy.complete(messages, max_tokens)
         if reply.prompt_tokens is None:  # a server without usage: the episode's own budget only
             return reply
         self._first_prompt = reply.prompt_tokens if self._first_prompt is None else self._first_prompt
-        self._bounded(max_tokens, reply.prompt_tokens)  # raises where training would not have run this turn
+        try:  # where training would not have run this turn, it is not used (its cost is still counted)
+            self._bounded(max_tokens, self._first_prompt, reply.prompt_tokens)
+        except ContextExhausted as error:
+            error.cost_usd = reply.cost_usd
+            raise
         self._context = reply.prompt_tokens + (reply.completion_tokens or 0)
         return reply
 
-    def _bounded(self, max_tokens: int, prompt_tokens: int) -> int:
-        room = turn_room(self._policy.history, self._policy.limits, self._first_prompt, prompt_tokens)
+    def _bounded(self, max_tokens: int, first_prompt: int, prompt_tokens: int) -> int:
+        room = turn_room(self._policy.history, self._policy.limits, first_prompt, prompt_tokens)
         return max_tokens if room is None else min(max_tokens, room)

@@ -24,6 +24,7 @@ one sandbox factory, one tokenizer wrapper and one group barrier.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import uuid
@@ -81,11 +82,18 @@ class _WorkerState:
         # The run's step ledger (refills across workers, every group before filtering); a Ray actor.
         self.ledger = None
         self._started = False
+        self._starting: asyncio.Lock | None = None
 
     async def start(self) -> None:
-        if not self._started:
-            await self.factory.__aenter__()
-            self._started = True
+        """The worker's sandbox factory, entered once: the sessions of a worker (up to a group's
+        worth at once) all call this first, and only one of them may enter it."""
+        if self._started:
+            return
+        self._starting = self._starting or asyncio.Lock()
+        async with self._starting:
+            if not self._started:
+                await self.factory.__aenter__()
+                self._started = True
 
     async def _score(self, trajectories: list[Trajectory]) -> GroupScores:
         meta = trajectories[0].metadata
@@ -176,10 +184,7 @@ class TerminalAgentLoop(AgentLoopBase):
         """The session's training samples, responses cut at verl's response length."""
         chat, length = self.state.chat, self.rollout_config.response_length
         samples = [s for s in session.history.samples if s.response_ids] if session.history is not None else []
-        # verl reads a session's advantage at its last row (trainer/ppo/v1/utils.py l. 167-217): a last
-        # row with no model token (a turn of nothing but the closing token) would give every turn 0.
-        while len(samples) > 1 and not any(samples[-1].response_mask):
-            samples.pop()
+        samples = without_untrained_tail(samples)
         if not samples:  # the model never answered: one masked token keeps verl's shapes valid
             prompt = session.history.prompt_ids() if session.history is not None else chat.prompt_ids(
                 [{"role": "user", "content": trajectory.task_id}])
@@ -241,6 +246,17 @@ class TerminalAgentLoop(AgentLoopBase):
         name = f"{trajectory.metadata['split']}_step{trajectory.metadata['global_steps']:06d}.{os.getpid()}.jsonl"
         with (folder / name).open("a", encoding="utf-8") as out:
             out.write(trajectory.to_json() + "\n")
+
+
+def without_untrained_tail(samples: list[TokenSample]) -> list[TokenSample]:
+    """The samples less trailing ones with no model token, unless one would be left with none. verl
+    reads a session's advantage at its last row's first loss token (``trainer/ppo/v1/utils.py``
+    l. 177-209: the last row per session, then ``response_mask.argmax``): a last row with none (a per_turn turn of nothing but the closing token) would give
+    every turn of the session the advantage 0."""
+    kept = list(samples)
+    while len(kept) > 1 and not any(kept[-1].response_mask):
+        kept.pop()
+    return kept
 
 
 def _logged_sample(sample: TokenSample, history: str) -> dict[str, Any]:

@@ -117,21 +117,22 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
     images.build_rest_in_background()
 
 
-def ray_environment(cfg: DictConfig, env: dict[str, str]) -> dict[str, str]:
-    """What every Ray worker of the run gets: verl's own runtime environment, as ``main_ppo.run_ppo``
-    would pass it to ``ray.init`` had verl started Ray (``trainer/main_ppo.py`` l. 57-73: its PPO
-    variables such as VLLM_DISABLE_COMPILE_CACHE, VLLM_ALLOW_RUNTIME_LORA_UPDATING and
-    TOKENIZERS_PARALLELISM, less those the launching shell set, ``constants_ppo.py`` l. 85-127; the
-    TransferQueue switch; ``ray_kwargs.ray_init.runtime_env.env_vars``), then the run's own on top.
+def ray_runtime_env(cfg: DictConfig, env: dict[str, str]) -> dict:
+    """The run's Ray runtime environment, as ``main_ppo.run_ppo`` would pass it to ``ray.init`` had
+    verl started Ray (``trainer/main_ppo.py`` l. 57-73): verl's PPO variables (VLLM_DISABLE_COMPILE_CACHE,
+    VLLM_ALLOW_RUNTIME_LORA_UPDATING, TOKENIZERS_PARALLELISM, ..., less those the launching shell set,
+    ``constants_ppo.py`` l. 85-127), the TransferQueue switch, then ``ray_kwargs.ray_init.runtime_env``
+    merged over them (working_dir, pip, py_modules, env_vars), then the run's own variables on top.
     We start Ray ourselves (the judge and ledger actors come first), so verl skips all of it."""
     from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
 
-    merged = dict(get_ppo_ray_runtime_env(cfg)["env_vars"])
+    defaults = get_ppo_ray_runtime_env(cfg)
     if cfg.transfer_queue.get("enable", False):
-        merged["TRANSFER_QUEUE_ENABLE"] = "1"
-    user = OmegaConf.to_container(cfg.ray_kwargs.ray_init.get("runtime_env") or {}, resolve=True)
-    merged.update({k: str(v) for k, v in (user.get("env_vars") or {}).items()})
-    return {**merged, **env}
+        defaults.setdefault("env_vars", {})["TRANSFER_QUEUE_ENABLE"] = "1"
+    merged = OmegaConf.to_container(OmegaConf.merge(defaults, cfg.ray_kwargs.ray_init.get("runtime_env") or {}),
+                                    resolve=True)
+    merged["env_vars"] = {**{k: str(v) for k, v in (merged.get("env_vars") or {}).items()}, **env}
+    return merged
 
 
 def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
@@ -139,7 +140,7 @@ def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
 
     if ray.is_initialized():
         return
-    runtime_env = {"env_vars": ray_environment(cfg, env)}
+    runtime_env = ray_runtime_env(cfg, env)
     address = os.environ.get("RAY_ADDRESS")
     if address:  # a cluster started outside (Slurm bootstrap): its resources are the allocation's
         ray.init(address=address, _node_ip_address=os.environ.get("TERMINAL_RL_NODE_IP"), runtime_env=runtime_env)

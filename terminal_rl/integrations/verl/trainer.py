@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections import defaultdict
 from pathlib import Path
 
@@ -168,7 +169,7 @@ class TerminalTrainer(PPOTrainerSync):
         are left out, never logged."""
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         if getattr(self, "_trains_nothing", False):
-            for name in [k for k, v in metrics.items() if isinstance(v, float) and math.isnan(v)]:
+            for name in [k for k, v in metrics.items() if isinstance(v, numbers.Real) and math.isnan(v)]:
                 del metrics[name]
         keys = [k for k, tag in zip(batch.keys, batch.tags) if not tag.get("is_padding", False)]
         if not keys:
