@@ -25,6 +25,8 @@ class RunConfig:
     output_root: str
     # Root of this node's private directories; fast local disk, not shared.
     node_local_root: str
+    # The Hub cache model weights are read from, offline (terminal_rl/models/hub.py); shared.
+    hub_cache: str = ""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class RunContext:
     run_id: str
     shared_dir: Path
     node_local_dir: Path
+    hub_cache: Path | None = None
 
     @classmethod
     def from_config(cls, run: RunConfig | DictConfig) -> RunContext:
@@ -45,6 +48,7 @@ class RunContext:
             run_id=run.id,
             shared_dir=project_path(run.output_root) / run.id,
             node_local_dir=project_path(run.node_local_root) / run.id,
+            hub_cache=project_path(run.hub_cache) if run.hub_cache else None,
         )
 
     # Shared across nodes.

@@ -34,6 +34,7 @@ from terminal_rl.config import to_dataclass
 from terminal_rl.launch.epilog import mark_job_processes
 from terminal_rl.launch.node_prep import prepare_node
 from terminal_rl.run_context import RunContext
+from terminal_rl.training.preemption import clear, exchange_folder, request_save, wait_for_save
 
 DONE_FILE = "trainer.done"
 # Ray's ports of a node (node_port_base): jobs sharing a host take different slots.
@@ -51,6 +52,7 @@ class SlurmLauncherConfig:
     qos: str | None
     constraint: str | None
     time_min: int
+    signal_delay_s: float
     mem_gb: float
     max_restarts: int
     ray_port: int
@@ -84,7 +86,7 @@ def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id
     # again. Requeue on preemption is asked for explicitly (a cluster's default may be off).
     parameters = dict(nodes=nodes or hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
                       mem_gb=launcher.mem_gb, timeout_min=launcher.time_min, name=f"trl-{run_id}",
-                      slurm_signal_delay_s=120, slurm_srun_args=[f"--cpus-per-task={hardware.cpus_per_node}"])
+                      slurm_signal_delay_s=int(launcher.signal_delay_s), slurm_srun_args=[f"--cpus-per-task={hardware.cpus_per_node}"])
     if hardware.device == "cuda":
         parameters["gpus_per_node"] = hardware.gpus_per_node
     for key in ("partition", "account", "qos", "constraint"):
@@ -115,6 +117,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         _remove_sandboxes_on_exit(cfg, run)
         try:
             prepare_node(cfg, env.global_rank, launcher.image_timeout_sec)
+            prepared_marker(run, env.job_id, env.global_rank).write_text("prepared")
             if launcher.preflight_only:
                 return "preflight ok"
             return self._head(cfg, env, run, launcher) if env.global_rank == 0 else self._worker(cfg, env, run, launcher)
@@ -122,9 +125,19 @@ class SlurmRun(submitit.helpers.Checkpointable):
             janitor(cfg, run)
 
     def checkpoint(self, *args, **kwargs):
-        """Called by submitit on preemption or timeout: requeue (the trainer resumes from its last
-        checkpoint) unless the run has used up its restarts."""
-        launcher = to_dataclass(OmegaConf.create(self.config).launcher, SlurmLauncherConfig)
+        """Called by submitit on rank 0 when Slurm signals a time limit or preemption
+        (``launcher.signal_delay_s`` ahead): ask the trainer for a checkpoint at the end of its
+        current step and wait for it (``training/preemption.py``), then requeue (the next attempt
+        resumes there) unless the run has used up its restarts."""
+        cfg = OmegaConf.create(self.config)
+        launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
+        folder = exchange_folder(RunContext.from_config(cfg.run))
+        request_save(folder)
+        # Leave a margin for the requeue itself and Slurm's kill: the rest of the delay is the save's.
+        step = wait_for_save(folder, max(launcher.signal_delay_s - 60, 1))
+        print(f"requeue: the trainer saved step {step}" if step is not None else
+              f"requeue: no save within launcher.signal_delay_s={launcher.signal_delay_s:g} s (a step and its save "
+              "take longer: raise it); resuming from the last checkpoint", flush=True)
         if self.restarts >= launcher.max_restarts:
             return None
         return submitit.helpers.DelayedSubmission(SlurmRun(self.config, self.restarts + 1))
@@ -136,8 +149,12 @@ class SlurmRun(submitit.helpers.Checkpointable):
         # Drivers on this node must present this node's Slurm address to Ray, not a guessed one.
         os.environ["TERMINAL_RL_NODE_IP"] = head_address(env)
         done = done_marker(run, env.job_id)
+        clear(exchange_folder(run))  # an earlier attempt's save request is answered or moot
         ray = ray_node(cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"])
         try:
+            # The join timer starts once every node is prepared: loading an image archive can take
+            # up to image_timeout_sec on the others.
+            wait_for_prepared(run, env.job_id, env.num_nodes, launcher.image_timeout_sec + launcher.join_timeout_sec)
             wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec)
             os.environ["RAY_ADDRESS"] = address
             variables = run_environment(cfg)
@@ -197,6 +214,24 @@ def done_marker(run: RunContext, job_id: str) -> Path:
     return run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.{DONE_FILE}"
 
 
+def prepared_marker(run: RunContext, job_id: str, rank: int) -> Path:
+    """The file node ``rank`` writes once prepared (node checks, task images), for this attempt."""
+    attempt = os.environ.get("SLURM_RESTART_COUNT", "0")
+    path = run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.rank{rank}.prepared"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def wait_for_prepared(run: RunContext, job_id: str, nodes: int, timeout_sec: float, poll_sec: float = 2) -> None:
+    """Until every node of this attempt has written its prepared marker; raises naming the others."""
+    deadline = time.monotonic() + timeout_sec
+    while missing := [rank for rank in range(nodes) if not prepared_marker(run, job_id, rank).exists()]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"node rank(s) {missing} were not prepared within {timeout_sec:g} s: see their "
+                               f"logs in {run.log_dir / 'slurm'}")
+        time.sleep(poll_sec)
+
+
 def head_address(env) -> str:
     return node_address(env.hostnames[0])
 
@@ -244,14 +279,23 @@ def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
     with ray_log(cfg, env).open("a") as log:
         _NODE_RAY = subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
-                                     preexec_fn=_stop_when_parent_dies())
+                                     preexec_fn=_ray_preexec())
     return _NODE_RAY
 
 
-def _stop_when_parent_dies():
-    """A pre-exec hook: the child gets SIGTERM when this process dies (libc resolved beforehand)."""
+def _ray_preexec():
+    """A pre-exec hook for this node's Ray: it gets SIGTERM when this process dies (libc resolved
+    beforehand), and ignores Slurm's warning signal. Slurm sends ``--signal`` to every process of the
+    job step, and SIGUSR2's default action ends Ray's raylet, GCS and ``ray start`` at once (seen with
+    Ray 2.60): the save it asks for could never happen. An ignored signal stays ignored across exec."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    warning = submitit.JobEnvironment._usr_sig()
+
+    def hook():
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        signal.signal(warning, signal.SIG_IGN)
+
+    return hook
 
 
 def ray_log(cfg: DictConfig, env) -> Path:

@@ -421,6 +421,62 @@ def check_disk(cfg: DictConfig) -> list[str]:
     return problems
 
 
+def check_model_offline(cfg: DictConfig) -> list[str]:
+    """``model.path`` is a local folder or a Hub id in the run's shared Hub cache: every process of
+    the run reads weights offline (HF_HUB_OFFLINE=1, ``models/hub.py``). A model the run makes itself
+    (the tiny one, a warm start's SFT) is made before any worker needs it."""
+    from terminal_rl.models.hub import download_command, find_offline
+    from terminal_rl.run_context import RunContext
+
+    if "tokenizer" in cfg.model or cfg.get("warm_start"):
+        return []
+    run = RunContext.from_config(cfg.run)
+    if run.hub_cache is None or find_offline(cfg.model.path, run.hub_cache) is not None:
+        return []
+    return [f"model.path={cfg.model.path!r} is neither a local folder nor in the run's Hub cache ({run.hub_cache}), "
+            f"and the run's processes never download (HF_HUB_OFFLINE=1): run `{download_command(cfg.model.path, run.hub_cache)}` "
+            "once where the Hub is reachable (a login node), or set model.path to a local folder"]
+
+
+def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
+    """The container engine sees the files this job writes under ``run.node_local_root``: sandboxes
+    mount the lease folder and the toolchain from there. Under Slurm's job_container/tmpfs or a
+    PrivateTmp, the job's /tmp is not the engine's, and every sandbox would find no lease and exit (every
+    rollout masked). A probe container reads a file the job just wrote."""
+    import secrets
+
+    from docker.errors import DockerException
+
+    from terminal_rl.run_context import RunContext
+    from terminal_rl.sandbox.base_images import common_tag
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.docker_client import docker_client
+
+    sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
+    try:
+        client = docker_client(sandbox.docker_host)
+        client.images.get(common_tag(sandbox.base_images))
+    except DockerException:
+        return []  # check_docker reports an engine that does not answer or a missing base image
+    folder, token = run.lease_dir, secrets.token_hex(8)
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / f"probe-{token}"
+    probe.write_text(token)
+    try:
+        seen = client.containers.run(common_tag(sandbox.base_images), ["cat", f"/probe/{probe.name}"], remove=True,
+                                     network_disabled=True, volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
+                                     stderr=True).decode().strip()
+    except DockerException as error:
+        seen = f"({type(error).__name__}: {str(error)[:200]})"
+    finally:
+        probe.unlink(missing_ok=True)
+    if seen == token:
+        return []
+    return [f"the container engine does not see what this job writes under run.node_local_root ({folder}): a probe "
+            f"container read {seen!r}; the job's /tmp is likely private (Slurm job_container/tmpfs, PrivateTmp): set "
+            "run.node_local_root (or $TERMINAL_RL_NODE_LOCAL_ROOT) to a node-local path the engine shares"]
+
+
 def check_egress_network(cfg: DictConfig) -> list[str]:
     """Tasks that allow network need the egress bridge; creating it fails once Docker's address pools
     are used up (about 31 networks with the default pools)."""
@@ -448,8 +504,8 @@ CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequ
                                     check_dataset, check_curriculum, check_history, check_attention,
                                     check_judge_credentials)
 # What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
-NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_checkpoint_disk, check_egress_network,
-                                  check_flash_attention)
+NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_checkpoint_disk, check_model_offline,
+                                  check_sandbox_mounts, check_egress_network, check_flash_attention)
 
 
 def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]] | None = None,

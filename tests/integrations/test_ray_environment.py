@@ -38,3 +38,4 @@ def test_a_worker_sees_verls_ppo_environment_and_ours(tmp_path):
     assert worker["NCCL_DEBUG"] == "INFO"
     assert worker["MY_CLUSTER_VAR"] == "from-ray-kwargs", "ray_kwargs.ray_init.runtime_env reaches the workers"
     assert worker["VERL_USE_EXTERNAL_MODULES"] == "terminal_rl.integrations.verl.plugin", "the run's own too"
+    assert worker["HF_HUB_OFFLINE"] == "1" and worker["HF_HUB_CACHE"].endswith("hub_cache"), "weights only offline"

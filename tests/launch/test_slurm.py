@@ -1,6 +1,6 @@
 """launcher=slurm against a real Slurm (slurmctld + two slurmd on this machine, started by
-scripts/start_slurm.sh): a two-node CPU training job requeued after its first checkpoint (it resumes
-there), a --multirun sweep (one job per point), scancel with sandboxes up, an evaluation job, and the
+scripts/start_slurm.sh): a two-node CPU training job signalled as before a time limit (it saves the
+step it is in, requeues itself and resumes there), a --multirun sweep (one job per point), scancel with sandboxes up, an evaluation job, and the
 plain sbatch scripts."""
 
 import json
@@ -99,21 +99,28 @@ def release_requeued(job: int, timeout: float = 120) -> None:
 
 @pytest.fixture(scope="module")
 def requeued_two_node_job(tmp_path_factory):
-    """One training job on two Slurm nodes (rank 0 starts the Ray head, rank 1 joins), requeued right
-    after its step-1 checkpoint: it must resume there and finish step 2 on both nodes. Shared by the
-    two tests below (one training job instead of two)."""
+    """One training job on two Slurm nodes (rank 0 starts the Ray head, rank 1 joins), signalled as
+    Slurm signals a job before its time limit (USR2, to every process of its steps) during step 1,
+    with no periodic checkpoint before step 2: the trainer must save step 1 on the signal, the job
+    requeue itself and resume there, and finish step 2 on both nodes. Shared by the two tests below
+    (one training job instead of two)."""
     root = tmp_path_factory.mktemp("slurm-train")
-    [job], stdout = train(*LEARNER_RUN, "hardware.nodes=2", "trainer.total_training_steps=2", "trainer.save_freq=1",
-                          "trainer.test_freq=-1", "run.id=sl-train", f"run.output_root={root}")
-    latest = root / "sl-train" / "checkpoints" / "latest_checkpointed_iteration.txt"
+    [job], stdout = train(*LEARNER_RUN, "hardware.nodes=2", "trainer.total_training_steps=2", "trainer.save_freq=100",
+                          "launcher.signal_delay_s=600", "trainer.test_freq=-1", "run.id=sl-train",
+                          f"run.output_root={root}")
+    run_dir = root / "sl-train"
     deadline = time.monotonic() + 600
-    while not (latest.is_file() and latest.read_text().strip() == "1"):
+    while not list((run_dir / "logs" / "rollouts").glob("train_step000001.*")):  # step 1 is under way
         assert time.monotonic() < deadline, state(job)
-        time.sleep(2)
-    subprocess.run(["scontrol", "requeue", str(job)], check=True)
+        time.sleep(1)
+    subprocess.run(["scancel", "--signal=USR2", str(job)], check=True)
+    latest = run_dir / "checkpoints" / "latest_checkpointed_iteration.txt"
+    while not (latest.is_file() and latest.read_text().strip() == "1"):
+        assert time.monotonic() < deadline, f"no checkpoint of step 1 after the signal ({state(job)})"
+        time.sleep(1)
     release_requeued(job)
     wait(job, timeout=900)
-    return {"job": job, "stdout": stdout, "logs": root / "sl-train" / "logs"}
+    return {"job": job, "stdout": stdout, "logs": run_dir / "logs"}
 
 
 def test_two_node_cpu_training_job_runs_through_launcher_slurm(requeued_two_node_job):

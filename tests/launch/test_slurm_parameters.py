@@ -2,6 +2,7 @@
 launcher config and the git-ignored conf/local/slurm.yaml; and how often a preempted job requeues."""
 
 import shutil
+import time
 
 import pytest
 
@@ -35,7 +36,7 @@ def local_slurm_settings():
 def test_resources_come_from_the_hardware_preset():
     assert parameters("hardware=h100_4x8", "model=qwen3_32b") == {
         "nodes": 4, "tasks_per_node": 1, "cpus_per_task": 96, "mem_gb": 0, "gpus_per_node": 8,
-        "timeout_min": 1440, "name": "trl-r1", "slurm_signal_delay_s": 120,
+        "timeout_min": 1440, "name": "trl-r1", "slurm_signal_delay_s": 1800,
         # srun of Slurm 22.05-23.02 does not inherit the CPUs; requeue is asked for, not assumed.
         "slurm_srun_args": ["--cpus-per-task=96"], "slurm_additional_parameters": {"requeue": True}}
     assert "gpus_per_node" not in parameters("hardware=cpu", "model=tiny"), "CPU runs ask Slurm for no GPU"
@@ -53,17 +54,33 @@ def test_local_settings_are_git_ignored():
     assert "conf/local/" in (PROJECT_ROOT / ".gitignore").read_text().splitlines()
 
 
-def test_requeues_stop_at_max_restarts():
-    """submitit asks the job body what to resubmit on preemption or timeout: itself with one more
-    restart counted, until launcher.max_restarts is used up."""
+def test_requeues_stop_at_max_restarts_and_wait_for_the_trainers_save(tmp_path, capsys):
+    """submitit asks the job body (rank 0) what to resubmit on Slurm's signal: first a save of the
+    trainer's current step is asked for and waited for, then itself with one more restart counted,
+    until launcher.max_restarts is used up."""
+    import threading
+
     from omegaconf import OmegaConf
 
     from terminal_rl.launch.slurm import SlurmRun
+    from terminal_rl.run_context import RunContext
+    from terminal_rl.training.preemption import acknowledge, exchange_folder, save_requested
 
-    config = OmegaConf.to_container(compose("train", ["launcher=slurm", "run.id=r1", "launcher.max_restarts=2"]))
+    config = OmegaConf.to_container(compose("train", ["launcher=slurm", "run.id=r1", "launcher.max_restarts=2",
+                                                      f"run.output_root={tmp_path}", "launcher.signal_delay_s=62"]))
+    folder = exchange_folder(RunContext.from_config(OmegaConf.create(config).run))
+
+    def trainer(step):
+        while not save_requested(folder):
+            time.sleep(0.01)
+        acknowledge(folder, step)
+
+    threading.Thread(target=trainer, args=(5,)).start()
     again = SlurmRun(config, restarts=1).checkpoint()
     assert again.function.restarts == 2 and again.function.config == config
-    assert SlurmRun(config, restarts=2).checkpoint() is None
+    assert "requeue: the trainer saved step 5" in capsys.readouterr().out
+    threading.Thread(target=trainer, args=(6,)).start()
+    assert SlurmRun(config, restarts=2).checkpoint() is None, "no restart left: saved, not requeued"
 
 
 def test_a_requeued_attempts_workers_never_see_an_earlier_attempts_done_marker(tmp_path, monkeypatch):
@@ -106,3 +123,23 @@ def test_every_node_of_a_run_reads_one_ray_token_made_for_it(tmp_path):
     assert path.parent == run.shared_dir and len(path.read_text()) == 64
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert ray_auth_token(run).read_text() == path.read_text(), "a requeued attempt keeps the token"
+
+
+def test_the_head_starts_its_join_timer_once_every_node_is_prepared(tmp_path, monkeypatch):
+    """A node still loading the image archive is waited for (up to the image timeout), not timed out
+    by the join's 300 s; a node that never gets there is named."""
+    import threading
+    import time
+
+    from terminal_rl.launch.slurm import prepared_marker, wait_for_prepared
+    from terminal_rl.run_context import RunContext
+
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
+    run = RunContext.from_config(compose("train", ["run.id=r1", f"run.output_root={tmp_path}"]).run)
+    prepared_marker(run, "9", 0).write_text("prepared")
+    threading.Timer(0.3, lambda: prepared_marker(run, "9", 1).write_text("prepared")).start()
+    started = time.monotonic()
+    wait_for_prepared(run, "9", 2, timeout_sec=10, poll_sec=0.05)
+    assert 0.25 < time.monotonic() - started < 5
+    with pytest.raises(RuntimeError, match=r"node rank\(s\) \[2\] were not prepared within 0.2 s"):
+        wait_for_prepared(run, "9", 3, timeout_sec=0.2, poll_sec=0.05)

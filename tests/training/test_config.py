@@ -17,7 +17,8 @@ from tests.training.conftest import train_config
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qwen3_32b_h100_4x8.yaml"
 # Checks of the machine (dataset on disk, Docker, free disk, flash-attn) are covered elsewhere: a GPU
 # preset's node is not this one.
-OFFLINE = ("check_dataset", "check_docker", "check_disk", "check_checkpoint_disk", "check_flash_attention")
+OFFLINE = ("check_dataset", "check_docker", "check_disk", "check_checkpoint_disk", "check_model_offline",
+           "check_sandbox_mounts", "check_flash_attention")
 
 
 def split_pair(pair: str) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.console import (Console, MetricsFollower, header_lines, log_row, quiet_console, row_line, step_line,
                                  validation_line)
+from terminal_rl.models.hub import offline_environment
 from terminal_rl.plot import plot_run
 from terminal_rl.run_context import RunContext
 
@@ -35,6 +36,8 @@ def run_environment(cfg: DictConfig) -> dict[str, str]:
         # One metrics file per launch: verl's file logger truncates its file, and a resume must not
         # erase the steps before it.
         "VERL_FILE_LOGGER_PATH": str(run.log_dir / f"metrics.{time.strftime('%Y%m%d-%H%M%S')}.jsonl"),
+        # Model weights come from a local folder or the shared Hub cache, never the Hub (models/hub.py).
+        **(offline_environment(run.hub_cache) if run.hub_cache else {}),
         # Docker endpoint and base images are per node; rollout workers reach the daemon themselves.
         **{k: str(v) for k, v in cfg.hardware.env.items()},
     }

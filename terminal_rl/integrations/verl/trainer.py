@@ -30,6 +30,7 @@ from terminal_rl.integrations.verl.services import ledger
 from terminal_rl.plot import plot_run
 from terminal_rl.rewards.turn_credit import TurnCredit
 from terminal_rl.training.checkpoints import enforce_retention
+from terminal_rl.training.preemption import acknowledge, exchange_folder, save_requested
 
 # reward_extra_info key prefix -> metric name prefix
 _PREFIXES = {"component_": "reward/{}/mean", "weight_": "reward/weight/{}", "end_": "rollout/ended/{}",
@@ -85,6 +86,20 @@ class TerminalTrainer(PPOTrainerSync):
         curriculum = run_curriculum(self.config.data)
         curriculum.record_step([(g.task_id, g.stage, score) for g in groups if not g.masked for score in g.test_scores])
         return batch
+
+    def on_step_end(self):
+        """verl's end of a step (weights to the rollout servers), then a save the job's head asked for
+        on Slurm's signal (``training/preemption.py``), unless this step's checkpoint is already there."""
+        from terminal_rl.run_context import RunContext
+
+        super().on_step_end()
+        folder = exchange_folder(RunContext.from_config(self.config.run))
+        if save_requested(folder):
+            marker = Path(self.config.trainer.default_local_dir) / "latest_checkpointed_iteration.txt"
+            if not (marker.is_file() and marker.read_text().strip() == str(self.global_steps)):
+                self._save_checkpoint()
+            acknowledge(folder, self.global_steps)
+            print(f"saved step {self.global_steps} for the job's requeue", flush=True)
 
     def _save_checkpoint(self):
         """The curriculum state goes into the checkpoint folder first: verl writes
@@ -168,6 +183,7 @@ class TerminalTrainer(PPOTrainerSync):
         other per-token mean: verl's 0/0 NaNs for them (``agg_loss`` over an empty mask, TB l. 1676-1684)
         are left out, never logged."""
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
+        self._check_signal_delay(timing_raw)
         if getattr(self, "_trains_nothing", False):
             for name in [k for k, v in metrics.items() if isinstance(v, numbers.Real) and math.isnan(v)]:
                 del metrics[name]
@@ -182,6 +198,18 @@ class TerminalTrainer(PPOTrainerSync):
         metrics.update(self._service_metrics())
         metrics["ray/actor_nodes"] = self._actor_nodes()
         self._log_samples(global_steps)
+
+    def _check_signal_delay(self, timing_raw: dict) -> None:
+        """Under Slurm, a save on the job's signal must fit in ``launcher.signal_delay_s`` (less the
+        requeue's minute): warn, once, when a measured step plus its save does not."""
+        delay = self.config.launcher.get("signal_delay_s")
+        needed = timing_raw.get("step", 0.0) + timing_raw.get("save_checkpoint", 0.0) + 60
+        if delay is None or needed <= delay or getattr(self, "_warned_delay", False):
+            return
+        self._warned_delay = True
+        print(f"warning: a step and its save took {needed - 60:.0f} s, more than launcher.signal_delay_s={delay:g} s "
+              f"less a minute: a save on Slurm's signal would be cut off; resubmit with launcher.signal_delay_s="
+              f"{int(2 * needed)}", flush=True)
 
     def _run_id(self) -> str:
         from terminal_rl.run_context import RunContext

@@ -1,0 +1,52 @@
+"""A checkpoint on Slurm's warning, not only every ``save_freq`` steps: before a time limit or a
+preemption Slurm signals the job (``launcher.signal_delay_s`` ahead); the job's head asks the
+trainer for a save (a request file in the run's shared directory, since the trainer is a Ray actor
+in another process), the trainer saves at the end of its current step and acknowledges with the
+step, and only then is the job requeued; the next attempt resumes from that checkpoint.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from terminal_rl.run_context import RunContext
+
+REQUEST, SAVED = "save_request", "save_done"
+
+
+def exchange_folder(run: RunContext) -> Path:
+    """Where the job's head and the trainer exchange a request: beside the job's Slurm logs."""
+    return run.log_dir / "slurm"
+
+
+def request_save(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SAVED).unlink(missing_ok=True)
+    (folder / REQUEST).write_text(f"{time.time()}\n")
+
+
+def save_requested(folder: Path) -> bool:
+    return (folder / REQUEST).is_file()
+
+
+def acknowledge(folder: Path, step: int) -> None:
+    """The save of ``step`` is on disk: the request is answered."""
+    (folder / SAVED).write_text(f"{step}\n")
+    (folder / REQUEST).unlink(missing_ok=True)
+
+
+def clear(folder: Path) -> None:
+    """A new attempt starts with no request pending (an earlier attempt's is answered or moot)."""
+    for name in (REQUEST, SAVED):
+        (folder / name).unlink(missing_ok=True)
+
+
+def wait_for_save(folder: Path, timeout_sec: float, poll_sec: float = 1.0) -> int | None:
+    """The step the trainer saved for the request, or None if it did not answer in time."""
+    deadline = time.monotonic() + timeout_sec
+    while time.monotonic() < deadline:
+        if (folder / SAVED).is_file():
+            return int((folder / SAVED).read_text().strip())
+        time.sleep(poll_sec)
+    return None

@@ -1,0 +1,47 @@
+"""Weights without the Hub at run time, against huggingface_hub's own offline lookup: a Hub id is
+found in the run's shared cache laid out as huggingface_hub lays it out, a missing one is refused
+by preflight with the command that fills the cache, and the run's processes are told to stay offline."""
+
+from pathlib import Path
+
+from terminal_rl.config import compose
+from terminal_rl.models.hub import find_offline, offline_environment
+from terminal_rl.training.preflight import check_model_offline
+
+
+def cached(hub_cache: Path, repo_id: str) -> Path:
+    """A snapshot as huggingface_hub writes it: models--org--name/{refs/main, snapshots/<rev>/...}."""
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = hub_cache / f"models--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(revision)
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    return snapshot
+
+
+def test_a_hub_id_resolves_from_the_shared_cache_offline_and_a_local_folder_is_itself(tmp_path):
+    snapshot = cached(tmp_path / "hub", "Qwen/Qwen3-8B")
+    assert find_offline("Qwen/Qwen3-8B", tmp_path / "hub") == snapshot
+    assert find_offline("Qwen/Qwen3-32B", tmp_path / "hub") is None
+    assert find_offline(str(snapshot), tmp_path / "elsewhere") == snapshot
+
+
+def test_preflight_refuses_a_model_it_cannot_find_offline(tmp_path):
+    cfg = compose("train", ["run.id=r", f"run.output_root={tmp_path}", "hardware=h100_4x8"])
+    [problem] = check_model_offline(cfg)
+    assert "model.path='Qwen/Qwen3-8B' is neither a local folder nor in the run's Hub cache" in problem
+    assert f"hf download Qwen/Qwen3-8B --cache-dir {tmp_path / 'hub_cache'}" in problem
+    cached(tmp_path / "hub_cache", "Qwen/Qwen3-8B")
+    assert check_model_offline(cfg) == []
+    tiny = compose("train", ["run.id=r", f"run.output_root={tmp_path}", "hardware=cpu", "model=tiny"])
+    assert check_model_offline(tiny) == [], "a model the run generates itself"
+
+
+def test_every_process_of_a_run_is_told_to_read_the_shared_cache_offline(tmp_path):
+    from terminal_rl.integrations.verl.driver import run_environment
+
+    env = run_environment(compose("train", ["run.id=r", f"run.output_root={tmp_path}", "hardware=h100_4x8"]))
+    assert env["HF_HUB_OFFLINE"] == "1" and env["HF_HUB_CACHE"] == str(tmp_path / "hub_cache")
+    assert offline_environment(tmp_path)["TRANSFORMERS_OFFLINE"] == "1"
