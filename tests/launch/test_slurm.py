@@ -139,6 +139,8 @@ def test_requeued_job_resumes_from_its_checkpoint(requeued_two_node_job):
     logs, job = requeued_two_node_job["logs"], requeued_two_node_job["job"]
     head = finished(logs, job)
     assert "Job completed successfully" in head
+    assert "requeue: the trainer saved step 1" in (logs / "train.log").read_text(), \
+        "the checkpoint was the save on Slurm's signal, not a periodic one"
     assert "step 2/2" in head, "the requeued job's console: it resumed and finished step 2"
     launches = [[json.loads(line)["step"] for line in path.read_text().splitlines()]
                 for path in sorted(logs.glob("metrics.*.jsonl"))]
