@@ -462,19 +462,26 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     probe = folder / f"probe-{token}"
     probe.write_text(token)
+    # The verdict is the probe's exit status (its logs can be empty after a fast exit).
+    command = ["sh", "-c", f'test "$(cat /probe/{probe.name})" = {token}']
+    container = None
     try:
-        seen = client.containers.run(common_tag(sandbox.base_images), ["cat", f"/probe/{probe.name}"], remove=True,
-                                     network_disabled=True, volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
-                                     stderr=True).decode().strip()
+        container = client.containers.create(common_tag(sandbox.base_images), command, network_disabled=True,
+                                             volumes={str(folder): {"bind": "/probe", "mode": "ro"}})
+        container.start()
+        status = container.wait(timeout=120)["StatusCode"]
     except DockerException as error:
-        seen = f"({type(error).__name__}: {str(error)[:200]})"
+        status = f"{type(error).__name__}: {str(error)[:200]}"
     finally:
         probe.unlink(missing_ok=True)
-    if seen == token:
+        if container is not None:
+            container.remove(force=True)
+    if status == 0:
         return []
     return [f"the container engine does not see what this job writes under run.node_local_root ({folder}): a probe "
-            f"container read {seen!r}; the job's /tmp is likely private (Slurm job_container/tmpfs, PrivateTmp): set "
-            "run.node_local_root (or $TERMINAL_RL_NODE_LOCAL_ROOT) to a node-local path the engine shares"]
+            f"container did not read the file the job wrote there (exit {status}); the job's /tmp is likely private "
+            "(Slurm job_container/tmpfs, PrivateTmp): set run.node_local_root (or $TERMINAL_RL_NODE_LOCAL_ROOT) to a "
+            "node-local path the engine shares"]
 
 
 def check_egress_network(cfg: DictConfig) -> list[str]:
