@@ -451,6 +451,7 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
     from terminal_rl.sandbox.base_images import common_tag
     from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.sandbox import sandbox_ulimits
 
     sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
     try:
@@ -467,7 +468,8 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
     container = None
     try:
         container = client.containers.create(common_tag(sandbox.base_images), command, network_disabled=True,
-                                             volumes={str(folder): {"bind": "/probe", "mode": "ro"}})
+                                             volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
+                                             ulimits=sandbox_ulimits(sandbox))  # podman needs them explicit
         container.start()
         status = container.wait(timeout=120)["StatusCode"]
     except DockerException as error:
