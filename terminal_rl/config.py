@@ -52,6 +52,11 @@ def project_path(path: str | Path) -> Path:
     return path if path.is_absolute() else (PROJECT_ROOT / path).resolve()
 
 
+def nearest_existing(path: Path) -> Path:
+    """``path`` or its closest existing parent: where a folder still to be made takes its disk space."""
+    return next(p for p in (path, *path.parents) if p.exists())
+
+
 def model_location(path: str) -> str:
     """A model or tokenizer path from the config: the local folder when there is one, else the
     string as given (a Hugging Face Hub id such as ``Qwen/Qwen3-8B``)."""

@@ -206,26 +206,30 @@ def ray_auth_token(run: RunContext, timeout_sec: float = 60) -> Path:
     return path
 
 
-def done_marker(run: RunContext, job_id: str) -> Path:
-    """The file rank 0 writes when its trainer exits, for this attempt of the job: a requeue keeps the
-    job id, so the attempt (``SLURM_RESTART_COUNT``) is in the name and a worker of a requeued job never
-    sees an earlier attempt's marker (it would stop its Ray and leave the head waiting for it)."""
+def attempt_marker(run: RunContext, job_id: str, name: str) -> Path:
+    """A file the job's nodes exchange, for this attempt of the job: a requeue keeps the job id, so the
+    attempt (``SLURM_RESTART_COUNT``) is in the name and a node of a requeued job never sees an earlier
+    attempt's marker (a worker that saw the old "done" would stop its Ray and leave the head waiting)."""
     attempt = os.environ.get("SLURM_RESTART_COUNT", "0")
-    return run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.{DONE_FILE}"
+    return run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.{name}"
+
+
+def done_marker(run: RunContext, job_id: str) -> Path:
+    """The file rank 0 writes when its trainer exits."""
+    return attempt_marker(run, job_id, DONE_FILE)
 
 
 def prepared_marker(run: RunContext, job_id: str, rank: int) -> Path:
-    """The file node ``rank`` writes once prepared (node checks, task images), for this attempt."""
-    attempt = os.environ.get("SLURM_RESTART_COUNT", "0")
-    path = run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.rank{rank}.prepared"
+    """The file node ``rank`` writes once prepared (node checks, task images); its folder is made."""
+    path = attempt_marker(run, job_id, f"rank{rank}.prepared")
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def wait_for_prepared(run: RunContext, job_id: str, nodes: int, timeout_sec: float, poll_sec: float = 2) -> None:
     """Until every node of this attempt has written its prepared marker; raises naming the others."""
-    deadline = time.monotonic() + timeout_sec
-    while missing := [rank for rank in range(nodes) if not prepared_marker(run, job_id, rank).exists()]:
+    deadline, markers = time.monotonic() + timeout_sec, [prepared_marker(run, job_id, rank) for rank in range(nodes)]
+    while missing := [rank for rank, marker in enumerate(markers) if not marker.exists()]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"node rank(s) {missing} were not prepared within {timeout_sec:g} s: see their "
                                f"logs in {run.log_dir / 'slurm'}")

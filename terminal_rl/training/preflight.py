@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.tokens import History
-from terminal_rl.config import CONF_DIR, project_path, to_dataclass
+from terminal_rl.config import CONF_DIR, nearest_existing, project_path, to_dataclass
 from terminal_rl.models.lora import LoRA, projections, trainable_parameters, unknown_modules
 from terminal_rl.training.costs import EpisodeCost, EpisodeShape, checkpoint_gb, episode_cost
 from terminal_rl.training.memory import estimate
@@ -239,7 +239,7 @@ def check_checkpoint_disk(cfg: DictConfig) -> list[str]:
 
     kept, size, line = _checkpoint_plan(cfg)
     folder = project_path(cfg.trainer.default_local_dir)
-    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    existing = nearest_existing(folder)
     present = len(saved_steps(folder)) if folder.is_dir() else 0
     needed_gb = max(0, kept + 1 - present) * size if kept else 0.0
     free_gb = shutil.disk_usage(existing).free / 1e9
@@ -413,7 +413,7 @@ def check_disk(cfg: DictConfig) -> list[str]:
     floor = float(cfg.hardware.min_free_disk_gb)
     problems = []
     for name, path in places.items():
-        existing = next(p for p in (path, *path.parents) if p.exists())
+        existing = nearest_existing(path)
         free_gb = shutil.disk_usage(existing).free / 2**30
         if free_gb < floor:
             problems.append(f"{name} ({path}) has {free_gb:.1f} GB free, below hardware.min_free_disk_gb="

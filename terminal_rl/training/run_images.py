@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from rich.console import Console
 
+from terminal_rl.config import nearest_existing
 from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.build_report import BuildOutcome, build_all, build_progress, failed_tasks
@@ -96,6 +97,4 @@ class RunImages:
         return new
 
     def _disk_low(self) -> bool:
-        root = self.run.node_local_dir
-        existing = next(p for p in (root, *root.parents) if p.exists())
-        return shutil.disk_usage(existing).free / 2**30 < self.min_free_disk_gb
+        return shutil.disk_usage(nearest_existing(self.run.node_local_dir)).free / 2**30 < self.min_free_disk_gb
