@@ -7,7 +7,6 @@ set -euo pipefail
 LOG_DIR=${TERMINAL_RL_SERVICE_LOGS:-/tmp/terminal_rl-services}
 PROJECT_DIR=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$LOG_DIR"
-if scontrol ping 2>/dev/null | grep -q "UP"; then exit 0; fi
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
@@ -19,7 +18,8 @@ mkdir -p /etc/slurm /var/spool/slurmctld /var/log/slurm /run/munge /var/lib/mung
 chown -R munge:munge /etc/munge /run/munge /var/lib/munge 2>/dev/null || true
 chmod 0400 /etc/munge/munge.key
 pgrep -x munged >/dev/null || su -s /bin/sh munge -c "munged" 2>/dev/null || munged --force
-cat > /etc/slurm/slurm.conf <<CONF
+mkdir -p /etc/slurm
+CONF_TEXT=$(cat <<CONF
 ClusterName=terminal-rl-ci
 SlurmctldHost=localhost(127.0.0.1)
 SlurmUser=root
@@ -43,10 +43,22 @@ JobRequeue=1
 KillWait=30
 # The admin epilog the README documents: sweeps sandboxes a cancelled job's processes left behind.
 Epilog=$PROJECT_DIR/slurm/epilog.sh
+# Per-node container engines for a job that asks (the script says how).
+TaskProlog=$PROJECT_DIR/scripts/slurm_task_prolog.sh
 NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
 NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17002 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
 PartitionName=ci Nodes=node1,node2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONF
+)
+if scontrol ping 2>/dev/null | grep -q "UP"; then
+  # Already running: a changed configuration is applied in place, jobs kept.
+  if [ "$CONF_TEXT" != "$(cat /etc/slurm/slurm.conf 2>/dev/null)" ]; then
+    printf '%s\n' "$CONF_TEXT" > /etc/slurm/slurm.conf
+    scontrol reconfigure
+  fi
+  exit 0
+fi
+printf '%s\n' "$CONF_TEXT" > /etc/slurm/slurm.conf
 mkdir -p /var/spool/slurmd-node1 /var/spool/slurmd-node2
 slurmctld -c  # a fresh cluster: jobs of earlier sessions are forgotten, not resumed
 slurmd -N node1

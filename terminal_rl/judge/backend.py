@@ -30,6 +30,23 @@ class JudgeBackend:
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
+    def endpoint(self) -> str | None:
+        """The URL litellm sends this backend's requests to: ``base_url``, else the provider's own
+        (litellm's ``get_api_base``, or the provider's model info where that has none, as for
+        Anthropic); None when litellm cannot tell."""
+        if self.base_url:
+            return self.base_url
+        import litellm
+        from litellm.types.utils import LlmProviders
+        from litellm.utils import ProviderConfigManager
+
+        try:
+            model, provider, _, _ = litellm.get_llm_provider(self.model)
+            info = ProviderConfigManager.get_provider_model_info(model, LlmProviders(provider))
+            return litellm.get_api_base(self.model, {}) or (info.get_api_base() if info else None)
+        except Exception:  # litellm raises its own BadRequestError for a model it does not know
+            return None
+
 
 def write_backend(control_dir: Path, backend: JudgeBackend) -> Path:
     """Atomically replace the run's active backend."""

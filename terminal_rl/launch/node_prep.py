@@ -1,13 +1,19 @@
-"""What every node of a Slurm run does before step 1, since rollout workers run on all of them: the
-node checks (container engine, base images, disk, egress network) and, with
-``sandbox.build.archive_dir`` set, the task images: rank 0 builds the task set's images and archives
-them, every other node loads them from the archive (see ``terminal_rl/sandbox/distribution.py``).
+"""What every node of a Slurm run does before step 1, since rollout workers run on all of them, each
+on its own container engine:
+
+1. the engine's base images and the verifier's toolchain (``sandbox/node_images.py``), then the node
+   checks (engine, disk, mounts, egress network, weights offline);
+2. with ``sandbox.build.archive_dir`` set, every task image: rank 0 builds and archives them, the
+   others load the archive (``sandbox/distribution.py``);
+3. once the head has built the images the run needs first (validation rows, first draws), the same
+   ones on this node's engine, so no step-1 rollout waits for a build (``build_task_images``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 from omegaconf import DictConfig
 
@@ -19,14 +25,38 @@ def prepare_node(cfg: DictConfig, rank: int, image_timeout_sec: float) -> None:
     """Raise with every problem this node has; on success the node can run sandboxes."""
     from terminal_rl.training.preflight import node_problems
 
-    problems = node_problems(cfg)
+    problems = _node_images(cfg) or node_problems(cfg)
     if not problems:
-        problems = _images(cfg, rank, image_timeout_sec)
+        problems = _archived_images(cfg, rank, image_timeout_sec)
     if problems:
         raise RuntimeError(f"node {socket.gethostname()} (rank {rank}) failed preflight: {problems}")
 
 
-def _images(cfg: DictConfig, rank: int, timeout_sec: float) -> list[str]:
+def _node_images(cfg: DictConfig) -> list[str]:
+    from docker.errors import DockerException
+
+    from terminal_rl.sandbox.base_images import BaseImageError
+    from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.node_images import provide_node_images
+    from terminal_rl.sandbox.toolchain import ToolchainError
+    from terminal_rl.tasks.dockerfile import task_set_images
+
+    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    try:
+        client = docker_client(sandbox.docker_host)
+        provided = provide_node_images(client, sandbox, task_set_images(_valid_tasks(cfg)),
+                                       RunContext.from_config(cfg.run))
+    except DockerException:
+        return []  # check_docker names the engine that does not answer
+    except (BaseImageError, ToolchainError) as error:
+        return [f"could not provide this node's base images and verifier toolchain: {error}"]
+    print(f"node images on {socket.gethostname()}: {len(provided.provided)} base images provided now, verifier "
+          f"toolchain {provided.toolchain.image}", flush=True)
+    return []
+
+
+def _archived_images(cfg: DictConfig, rank: int, timeout_sec: float) -> list[str]:
     from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.distribution import fetch, present, publish, wait_for_manifest
     from terminal_rl.sandbox.docker_client import docker_client
@@ -38,7 +68,7 @@ def _images(cfg: DictConfig, rank: int, timeout_sec: float) -> list[str]:
     run = RunContext.from_config(cfg.run)
     client = docker_client(sandbox.docker_host)
     if rank == 0:
-        images = build_task_images(cfg, sandbox, run)
+        images = {o.task_id: o.image for o in build_task_images(cfg, run.image_report) if o.ok}
         saved = publish(client, images, archive, run.run_id)
         print(f"task images: {len(images)} built, {len(saved)} newly archived in {archive}", flush=True)
     else:
@@ -49,18 +79,29 @@ def _images(cfg: DictConfig, rank: int, timeout_sec: float) -> list[str]:
     return [f"task images missing after distribution: {missing}"] if missing else []
 
 
-def build_task_images(cfg: DictConfig, sandbox, run: RunContext) -> dict[str, str]:
-    """Build (or find) every valid task's image; task id -> tag for those that built. Failures are in
-    ``<run>/image_builds.json``; their rollouts fail as sandbox errors and are masked."""
+def build_task_images(cfg: DictConfig, report: Path, only: list[str] | None = None) -> list:
+    """Build (or find) the images of every valid task (or of the ids in ``only``) on this node's
+    engine; returns the outcomes, also written to ``report``. A failed build's rollouts fail as
+    sandbox errors and are masked."""
     from terminal_rl.sandbox.build_report import build_all
+    from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
     from terminal_rl.sandbox.images import TaskImages
+
+    sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
+    wanted = None if only is None else set(only)
+    tasks = [task for task in _valid_tasks(cfg) if wanted is None or task.id in wanted]
+    docker = AsyncDocker(docker_client(sandbox.docker_host), sandbox.docker_threads)
+    try:
+        images = TaskImages(docker, sandbox.build, run.image_cache_dir / "locks")
+        return asyncio.run(build_all(images, tasks, report, jobs=sandbox.build.jobs))
+    finally:
+        docker.close()
+
+
+def _valid_tasks(cfg: DictConfig) -> list:
     from terminal_rl.tasks.task_set import load_task_set, task_set_config
     from terminal_rl.tasks.validation import validate_tasks
 
     loaded = load_task_set(task_set_config(cfg.task_set))
-    tasks = validate_tasks(loaded.tasks, loaded.problems).valid
-    docker = AsyncDocker(docker_client(sandbox.docker_host), sandbox.docker_threads)
-    images = TaskImages(docker, sandbox.build, run.image_cache_dir / "locks")
-    outcomes = asyncio.run(build_all(images, tasks, run.image_report, jobs=sandbox.build.jobs))
-    return {o.task_id: o.image for o in outcomes if o.ok}
+    return validate_tasks(loaded.tasks, loaded.problems).valid

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import secrets
 import signal
@@ -32,11 +33,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import to_dataclass
 from terminal_rl.launch.epilog import mark_job_processes
-from terminal_rl.launch.node_prep import prepare_node
+from terminal_rl.launch.markers import attempt_marker, rank_marker, wait_for_ranks, write_json
+from terminal_rl.launch.node_prep import build_task_images, prepare_node
 from terminal_rl.run_context import RunContext
 from terminal_rl.training.preemption import clear, exchange_folder, request_save, wait_for_save
 
-DONE_FILE = "trainer.done"
+# This attempt's files the nodes exchange (markers.py).
+DONE_FILE, PREPARED, IMAGES, FIRST_IMAGES, RAY_NODES = ("trainer.done", "prepared", "images", "first_images.json",
+                                                      "ray_nodes.json")
 # Ray's ports of a node (node_port_base): jobs sharing a host take different slots.
 PORT_BASE, JOB_SLOTS, RANK_PORTS = 11000, 20, 100
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -117,7 +121,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         _remove_sandboxes_on_exit(cfg, run)
         try:
             prepare_node(cfg, env.global_rank, launcher.image_timeout_sec)
-            prepared_marker(run, env.job_id, env.global_rank).write_text("prepared")
+            rank_marker(run, env.job_id, env.global_rank, PREPARED).write_text("prepared")
             if launcher.preflight_only:
                 return "preflight ok"
             return self._head(cfg, env, run, launcher) if env.global_rank == 0 else self._worker(cfg, env, run, launcher)
@@ -154,14 +158,27 @@ class SlurmRun(submitit.helpers.Checkpointable):
         try:
             # The join timer starts once every node is prepared: loading an image archive can take
             # up to image_timeout_sec on the others.
-            wait_for_prepared(run, env.job_id, env.num_nodes, launcher.image_timeout_sec + launcher.join_timeout_sec)
-            wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec)
+            wait_for_ranks(run, env.job_id, range(env.num_nodes), PREPARED,
+                           launcher.image_timeout_sec + launcher.join_timeout_sec)
+            wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec, run, env.job_id)
             os.environ["RAY_ADDRESS"] = address
             variables = run_environment(cfg)
             apply_environment(variables)
+
+            def nodes_ready(first: list[str]) -> None:
+                """Every node built the head's first images and is still in the cluster: step 1 may start."""
+                write_json(attempt_marker(run, env.job_id, FIRST_IMAGES), first)
+                reports = wait_for_ranks(run, env.job_id, range(1, env.num_nodes), IMAGES, launcher.image_timeout_sec)
+                for rank, report in sorted(reports.items()):
+                    for task_id, reason in json.loads(report)["failed"].items():
+                        print(f"node rank {rank}: task {task_id}'s image does not build there ({reason[:160]}); "
+                              "its rollouts on that node are masked", flush=True)
+                wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec, run, env.job_id)
+                print(f"all {env.num_nodes} nodes prepared, with the {len(first)} first task images each", flush=True)
+
             start_ray(cfg, variables)
             _remove_sandboxes_on_exit(cfg, run)  # again: ray.init installed its own SIGTERM handler
-            train(cfg, variables)
+            train(cfg, variables, nodes_ready)
         finally:
             done.write_text("done")
             stop(ray)
@@ -170,21 +187,40 @@ class SlurmRun(submitit.helpers.Checkpointable):
     def _worker(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
         address = f"{head_address(env)}:{ray_port(launcher, env)}"
         done = done_marker(run, env.job_id)
-        deadline = time.monotonic() + launcher.join_timeout_sec
-        while True:  # the head may still be starting
-            ray = ray_node(cfg, env, [f"--address={address}"])
-            time.sleep(5)
-            if ray.poll() is None:
-                print(f"node rank {env.global_rank} joined the Ray head at {address}", flush=True)
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"could not join the Ray head at {address}: see {ray_log(cfg, env)}")
+        # The head checks the join once every node is prepared, which may wait for an archive build.
+        deadline = time.monotonic() + launcher.image_timeout_sec + launcher.join_timeout_sec
+        ray = ray_node(cfg, env, [f"--address={address}"])
         try:
+            while not joined(run, env):  # in the head's list of alive Ray nodes
+                if ray.poll() is not None:  # the head was not up yet: start again
+                    time.sleep(2)
+                    ray = ray_node(cfg, env, [f"--address={address}"])
+                if done.exists() or time.monotonic() > deadline:
+                    raise RuntimeError(f"could not join the Ray head at {address}: see {ray_log(cfg, env)}")
+                time.sleep(1)
+            print(f"node rank {env.global_rank} joined the Ray head at {address}", flush=True)
+            first = attempt_marker(run, env.job_id, FIRST_IMAGES)
+            while not (first.exists() or done.exists()) and ray.poll() is None:
+                time.sleep(2)
+            if first.exists():
+                self._first_images(cfg, env, run, json.loads(first.read_text()))
             while not done.exists() and ray.poll() is None:
                 time.sleep(2)
         finally:
             stop(ray)
         return "worker done"
+
+    @staticmethod
+    def _first_images(cfg: DictConfig, env, run: RunContext, task_ids: list[str]) -> None:
+        """Build the head's first task images on this node's engine and report them to the head."""
+        outcomes = build_task_images(cfg, rank_marker(run, env.job_id, env.global_rank, "image_builds.json"), task_ids)
+        failed = {o.task_id: f"{o.category}: {o.reason}" for o in outcomes if not o.ok}
+        built = sum(o.ok and not o.cached for o in outcomes)
+        print(f"first task images on this node: {built} built, {len(outcomes) - built - len(failed)} present, "
+              f"{len(failed)} failed", flush=True)
+        ok = {o.task_id for o in outcomes if o.ok}
+        write_json(rank_marker(run, env.job_id, env.global_rank, IMAGES),
+                   {"built": [task_id for task_id in task_ids if task_id in ok], "failed": failed})
 
 
 def ray_auth_token(run: RunContext, timeout_sec: float = 60) -> Path:
@@ -206,34 +242,9 @@ def ray_auth_token(run: RunContext, timeout_sec: float = 60) -> Path:
     return path
 
 
-def attempt_marker(run: RunContext, job_id: str, name: str) -> Path:
-    """A file the job's nodes exchange, for this attempt of the job: a requeue keeps the job id, so the
-    attempt (``SLURM_RESTART_COUNT``) is in the name and a node of a requeued job never sees an earlier
-    attempt's marker (a worker that saw the old "done" would stop its Ray and leave the head waiting)."""
-    attempt = os.environ.get("SLURM_RESTART_COUNT", "0")
-    return run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.{name}"
-
-
 def done_marker(run: RunContext, job_id: str) -> Path:
     """The file rank 0 writes when its trainer exits."""
     return attempt_marker(run, job_id, DONE_FILE)
-
-
-def prepared_marker(run: RunContext, job_id: str, rank: int) -> Path:
-    """The file node ``rank`` writes once prepared (node checks, task images); its folder is made."""
-    path = attempt_marker(run, job_id, f"rank{rank}.prepared")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def wait_for_prepared(run: RunContext, job_id: str, nodes: int, timeout_sec: float, poll_sec: float = 2) -> None:
-    """Until every node of this attempt has written its prepared marker; raises naming the others."""
-    deadline, markers = time.monotonic() + timeout_sec, [prepared_marker(run, job_id, rank) for rank in range(nodes)]
-    while missing := [rank for rank, marker in enumerate(markers) if not marker.exists()]:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"node rank(s) {missing} were not prepared within {timeout_sec:g} s: see their "
-                               f"logs in {run.log_dir / 'slurm'}")
-        time.sleep(poll_sec)
 
 
 def head_address(env) -> str:
@@ -319,11 +330,15 @@ def stop(ray: subprocess.Popen, timeout_sec: float = 60) -> None:
     ray.wait()
 
 
-def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
+def wait_for_nodes(address: str, count: int, timeout_sec: float, run: RunContext, job_id: str) -> None:
+    """Until ``count`` Ray nodes are alive (Ray's own node table, ``ray.nodes()``), through this
+    process's Ray connection or a brief one of its own; their node-manager ports go to the
+    ``ray_nodes.json`` marker, where each worker finds its own (``joined``)."""
     import ray
 
+    connected_here = not ray.is_initialized()
     deadline = time.monotonic() + timeout_sec
-    while True:  # the head's GCS may not answer yet
+    while connected_here:  # the head's GCS may not answer yet
         try:
             ray.init(address=address, _node_ip_address=os.environ["TERMINAL_RL_NODE_IP"])
             break
@@ -334,13 +349,22 @@ def wait_for_nodes(address: str, count: int, timeout_sec: float) -> None:
     try:
         while len(alive := [n for n in ray.nodes() if n["Alive"]]) < count:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"only {len(alive)} of {count} nodes joined the Ray cluster")
+                raise RuntimeError(f"only {len(alive)} of {count} nodes are alive in the Ray cluster")
             time.sleep(2)
+        write_json(attempt_marker(run, job_id, RAY_NODES), [n["NodeManagerPort"] for n in alive])
         print(f"Ray cluster has {len(alive)} nodes:", *(
             f"{n['NodeID'][:12]} at {n['NodeManagerAddress']}:{n['NodeManagerPort']} with "
             f"{n['Resources'].get('CPU', 0):g} CPUs, {n['Resources'].get('GPU', 0):g} GPUs" for n in alive), sep="\n  ")
     finally:
-        ray.shutdown()
+        if connected_here:
+            ray.shutdown()
+
+
+def joined(run: RunContext, env) -> bool:
+    """Whether the head saw this node alive in Ray (by its node-manager port, unique per job and rank;
+    nodes of a test cluster share one address)."""
+    seen = attempt_marker(run, env.job_id, RAY_NODES)
+    return seen.exists() and node_port_base(env.job_id, env.global_rank) in json.loads(seen.read_text())
 
 
 def janitor(cfg: DictConfig, run: RunContext) -> None:

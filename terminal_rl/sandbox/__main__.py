@@ -4,7 +4,8 @@
         provide every base image the task set's Dockerfiles build FROM (offline, by recipe), report
         the ones no recipe covers with their fix, then build the verifier's trusted toolchain
     python -m terminal_rl.sandbox images build [--only ID ...] [--jobs N] [--report FILE] [hydra overrides]
-        build the task set's images and write a report of what failed and why
+        build the task set's images and write a report of what failed and why; with
+        sandbox.build.archive_dir set, save them there too (nodes then load instead of building)
     python -m terminal_rl.sandbox janitor [--this-run] [--networks] [hydra overrides]
         remove our containers whose owner process is gone or that outlived sandbox.janitor.ttl_sec
 
@@ -20,17 +21,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from terminal_rl.config import compose
+from terminal_rl.config import compose, project_path
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.base_images import BaseImageError, bootstrap_base_images, common_image
+from terminal_rl.sandbox.base_images import BaseImageError
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.build_report import build_all
+from terminal_rl.sandbox.distribution import publish
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import TaskImages
 from terminal_rl.sandbox.janitor import sweep
 from terminal_rl.sandbox.owner import Owner
-from terminal_rl.sandbox.sandbox import sandbox_ulimits
-from terminal_rl.sandbox.toolchain import ToolchainError, ensure_toolchain
+from terminal_rl.sandbox.node_images import provide_node_images
+from terminal_rl.sandbox.toolchain import ToolchainError
 from terminal_rl.tasks.dockerfile import task_set_images
 from terminal_rl.tasks.task_set import load_task_set, task_set_config
 from terminal_rl.tasks.validation import validate_tasks
@@ -72,19 +74,16 @@ def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
     loaded = load_task_set(task_set_config(cfg.task_set))
     references = task_set_images(validate_tasks(loaded.tasks, loaded.problems).valid)
     try:
-        with console.status("providing base images (debootstrap + recipes)"):
-            tagged, unmatched = bootstrap_base_images(client, sandbox.base_images, references, run.scratch_dir)
-            common = common_image(client, sandbox.base_images, run.scratch_dir)
-        with console.status("building the verifier's toolchain (once per node)"):
-            toolchain = ensure_toolchain(client, common, run.toolchain_root, sandbox_ulimits(sandbox))
+        with console.status("providing base images (debootstrap + recipes) and the verifier's toolchain"):
+            provided = provide_node_images(client, sandbox, references, run)
     except (BaseImageError, ToolchainError) as error:
         console.print(f"[red]error:[/red] {error}")
         return 1
-    console.print(f"base images: {len(references)} named by the task set, {len(tagged)} provided now"
-                  + (f" ({', '.join(tagged)})" if tagged else ""))
-    for fix in unmatched.values():
+    console.print(f"base images: {len(references)} named by the task set, {len(provided.provided)} provided now"
+                  + (f" ({', '.join(provided.provided)})" if provided.provided else ""))
+    for fix in provided.unmatched.values():
         console.print(f"[yellow]missing:[/yellow] {fix}")
-    console.print(f"verifier toolchain: {toolchain.directory} (image {toolchain.image})")
+    console.print(f"verifier toolchain: {provided.toolchain.directory} (image {provided.toolchain.image})")
     return 0
 
 
@@ -102,6 +101,10 @@ def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
     outcomes = asyncio.run(build_all(images, tasks, report_path, args.jobs, progress, discard=args.discard))
     failed = sum(not o.ok for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} task images built; report: {report_path}")
+    if sandbox.build.archive_dir and not args.discard:  # for nodes that load instead of building
+        archive = project_path(sandbox.build.archive_dir)
+        saved = publish(docker.client, {o.task_id: o.image for o in outcomes if o.ok}, archive, run.run_id)
+        console.print(f"archived {len(saved)} new images in {archive}")
     return 0
 
 

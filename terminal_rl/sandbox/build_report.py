@@ -2,11 +2,8 @@
 
     python -m terminal_rl.sandbox images build [--only ID ...] [--report FILE] [overrides]
 
-Failures are classified from the build log, so a report over hundreds of tasks reads at a glance and
-says what to fix: a Dockerfile error, a missing base image (no recipe covers it: ``tasks prepare``
-prints the fix), a base image that differs from the real one where the Dockerfile relies on it, the
-network (a download from a site this machine cannot reach), a package the base image's distribution
-does not have, a timeout, or other.
+Each failure carries its cause, read from the build log (``build_failures.py``); a new attempt of the
+run builds again the tasks whose cause may pass on another try.
 """
 
 from __future__ import annotations
@@ -25,28 +22,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from terminal_rl.sandbox.build_failures import classify, is_transient
 from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.tasks.model import Task
-
-# Matched against the log with ANSI codes and all whitespace removed: Docker's streamed log splits
-# words across chunks ("Could not resolv" | "e host").
-_REASONS = (
-    ("Dockerfile error", re.compile(r"dockerfileparseerror|unknowninstruction|failedtoparsedockerfile", re.I)),
-    ("missing base image", re.compile(r"pullaccessdenied|manifestunknown|repositorydoesnotexist|"
-                                      r"gethttps://registry|dialtcp:lookupregistry|nosuchimage|notpresentlocally\(buildsneverpull", re.I)),
-    ("base image differs from the real one", re.compile(
-        r"user'ubuntu'doesnotexist|failedtocreatesymboliclink'/usr/bin/python'|externally-managed-environment", re.I)),
-    ("network", re.compile(
-        r"couldnotresolvehost|failedtoconnect|connectionrefused|temporaryfailureresolving|nameorservicenotknown|"
-        r"unabletoaccess'https?://|wget:unable|curl:\(\d+\)|npm:notfound|rbenv:notfound|certificate_verify_failed|"
-        r"sslerror|networkisunreachable|dialtcp:lookup|nosuchhost", re.I)),
-    ("package not found", re.compile(
-        r"unabletolocatepackage|hasnoinstallationcandidate|nomatchingdistributionfound|"
-        r"couldnotfindaversionthatsatisfies|packagenotfound|notfoundinrepository", re.I)),
-    ("timeout", re.compile(r"timedout|readtimeout", re.I)),
-)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m|\[\d+m")
-
 
 @dataclass(frozen=True)
 class BuildOutcome:
@@ -58,11 +36,6 @@ class BuildOutcome:
     reason: str = ""
     category: str = ""
     log_tail: str = ""
-
-
-def classify(reason: str, log_tail: str) -> str:
-    text = re.sub(r"\s+", "", _ANSI.sub("", f"{reason}\n{log_tail}"))
-    return next((label for label, pattern in _REASONS if pattern.search(text)), "other")
 
 
 async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jobs: int = 1,
@@ -139,6 +112,20 @@ def failed_tasks(path: Path) -> dict[str, str]:
         return {}
     outcomes = json.loads(path.read_text(encoding="utf-8"))["outcomes"]
     return {o["task_id"]: f"{o['category']}: {o['reason']}" for o in outcomes if not o["ok"]}
+
+
+def forget_transient_failures(path: Path) -> list[str]:
+    """Drop from a report the failures trying again may fix (a download, a timeout, the engine); a new
+    attempt of the run (resume, requeue) then builds those tasks again instead of leaving them out for
+    good. Returns their task ids."""
+    if not path.is_file():
+        return []
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    outcomes = [BuildOutcome(**o) for o in summary["outcomes"]]
+    forgotten = [o.task_id for o in outcomes if not o.ok and is_transient(o.category)]
+    if forgotten:
+        write_report([o for o in outcomes if o.task_id not in forgotten], summary["tasks"], path)
+    return forgotten
 
 
 def markdown(summary: dict) -> str:

@@ -23,6 +23,12 @@ def archive_path(archive_dir: Path, tag: str) -> Path:
     return archive_dir / (tag.replace("/", "__").replace(":", "@") + ".tar")
 
 
+def archives_tagged(archive_dir: Path, version: str) -> list[Path]:
+    """The archives of images tagged ``<any name>:<version>`` (task images: the version is a hash of
+    the build inputs, shared by every task built from the same inputs)."""
+    return sorted(archive_dir.glob(f"*@{version}.tar"))
+
+
 def manifest_path(archive_dir: Path, run_id: str) -> Path:
     return archive_dir / f"manifest.{run_id}.json"
 

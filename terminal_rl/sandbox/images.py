@@ -7,10 +7,13 @@ hit, a changed one (or one whose base image changed) rebuilds, and tasks with th
 share one image (a procedural family's thousands of tasks, whose own files enter at start, cost one
 build). A file lock per hash on the node-local image cache makes concurrent requests (threads, or the
 several rollout-worker processes sharing one daemon) build it once; the others wait and reuse.
-A build that failed is not tried again by this node's later requests: its failure is kept beside
-the lock (delete ``<hash>.failed`` in the image cache to retry).
+A build that failed the way it fails every time (a Dockerfile error, a missing package: see
+``build_failures.py``) is not tried again by this node's later requests: its failure is kept beside
+the lock (delete ``<hash>.failed`` in the image cache to retry). One that may pass on another try (the
+network, a timeout, the engine) is not kept: the next request builds again.
 
-Builds never pull: a task whose base image is not present locally fails before the engine is asked
+With ``build.archive_dir`` set, an image archived there (by another node, or a CPU job's ``images
+build``: ``distribution.py``) is loaded instead of built. Builds never pull: a task whose base image is not present locally fails before the engine is asked
 (the engine would try its registry); base images come from ``base_images.py``. Behind a TLS-intercepting proxy, ``build.inject_ca`` copies the host's CA bundle
 into every stage and points pip, requests, curl and apt at it; ``auto`` does so exactly when the host
 itself points pip/requests/SSL at a bundle of its own (``CA_VARIABLES``), as such proxies require.
@@ -33,7 +36,9 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 from terminal_rl.config import project_path
 from terminal_rl.sandbox.base_images import RECIPE_LABEL
+from terminal_rl.sandbox.build_failures import classify, is_transient
 from terminal_rl.sandbox.config import BuildConfig
+from terminal_rl.sandbox.distribution import archives_tagged
 from terminal_rl.sandbox.docker_client import AsyncDocker
 from terminal_rl.sandbox.output import sanitize
 from terminal_rl.tasks.dockerfile import base_images
@@ -42,6 +47,7 @@ from terminal_rl.tasks.model import Task
 TASK_LABEL = "terminal_rl.task_id"
 HASH_LABEL = "terminal_rl.build_hash"
 ABSENT = "absent"  # a base image not present locally
+TAG_HASH_CHARS = 20  # a task image's tag is the start of its build hash
 CA_FILE = "terminal_rl_ca.crt"
 APT_CA_FILE = "terminal_rl_apt_ca.conf"
 _CA_PATH = f"/usr/local/share/terminal_rl/{CA_FILE}"
@@ -136,7 +142,7 @@ def ca_bundle(config: BuildConfig, environ: dict[str, str]) -> Path | None:
 
 def image_tag(task: Task, inputs: BuildInputs) -> str:
     name = re.sub(r"[^a-z0-9_.-]", "-", task.id.lower()).strip(".-") or "task"
-    return f"terminal-rl-task/{name}:{inputs.build_hash[:20]}"
+    return f"terminal-rl-task/{name}:{inputs.build_hash[:TAG_HASH_CHARS]}"
 
 
 class TaskImages:
@@ -217,15 +223,31 @@ class TaskImages:
             existing = self._image_with_hash(inputs.build_hash)
             if existing:
                 return existing, False
+            archived = self._load_archived(inputs.build_hash)
+            if archived:
+                return archived, False
             if failure.is_file():
                 recorded = json.loads(failure.read_text(encoding="utf-8"))
                 raise ImageBuildError(task.id, recorded["reason"], recorded["log_tail"])
             try:
                 self._build(task, inputs, tag)
             except ImageBuildError as error:
-                failure.write_text(json.dumps({"reason": error.reason, "log_tail": error.log_tail}), encoding="utf-8")
+                if not is_transient(classify(error.reason, error.log_tail)):
+                    failure.write_text(json.dumps({"reason": error.reason, "log_tail": error.log_tail}),
+                                       encoding="utf-8")
                 raise
             return tag, True
+
+    def _load_archived(self, build_hash: str) -> str | None:
+        """An image of these build inputs that another node (or a CPU job) archived in
+        ``build.archive_dir``, loaded into this engine; its tag, or None when none is archived."""
+        if not self._config.archive_dir:
+            return None
+        for archived in archives_tagged(project_path(self._config.archive_dir), build_hash[:TAG_HASH_CHARS]):
+            with archived.open("rb") as archive:
+                self._docker.api.load_image(archive)
+            return self._image_with_hash(build_hash)
+        return None
 
     def _build(self, task: Task, inputs: BuildInputs, tag: str) -> None:
         streamed: list[str] = []

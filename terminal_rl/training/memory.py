@@ -52,13 +52,17 @@ class MemoryEstimate:
 
 def estimate(architecture: dict, world_size: int, gpu_memory_gb: float, tensor_parallel: int, ulysses: int,
              micro_batch: int, context_tokens: int, gpu_memory_utilization: float, param_offload: bool,
-             optimizer_offload: bool, flash_attention: bool, trainable: float | None = None) -> MemoryEstimate:
-    """``trainable``: parameters with gradients and optimizer states (None: all of them)."""
+             optimizer_offload: bool, flash_attention: bool, trainable: float | None = None,
+             fsdp_size: int = -1) -> MemoryEstimate:
+    """``trainable``: parameters with gradients and optimizer states (None: all of them).
+    ``fsdp_size``: GPUs one copy of the model is sharded over (verl's ``fsdp_size``; -1: all of them,
+    else hybrid sharding, replicated across groups: ``engine/fsdp/utils.py: create_device_mesh``)."""
     params = float(architecture["parameters"])
     trained = params if trainable is None else float(trainable)
-    weights = 0.0 if param_offload else params * 4 / world_size
-    grads = 0.0 if param_offload else trained * 4 / world_size
-    adam = 0.0 if optimizer_offload else trained * 8 / world_size
+    shards = fsdp_size if 0 < fsdp_size < world_size else world_size
+    weights = 0.0 if param_offload else params * 4 / shards
+    grads = 0.0 if param_offload else trained * 4 / shards
+    adam = 0.0 if optimizer_offload else trained * 8 / shards
     layer_gathered = params / architecture["layers"] * 4
     tokens = micro_batch * context_tokens / ulysses
     activations = architecture["layers"] * architecture["hidden_size"] * tokens * 2

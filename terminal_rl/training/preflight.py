@@ -101,7 +101,7 @@ def check_memory(cfg: DictConfig) -> list[str]:
     result = estimate(dict(cfg.model.architecture), hw.nodes * hw.gpus_per_node, hw.gpu_memory_gb,
                       mh.tensor_parallel, mh.ulysses_parallel, mh.micro_batch_per_gpu, cfg.agent.max_context_tokens,
                       mh.gpu_memory_utilization, mh.param_offload, mh.optimizer_offload,
-                      hw.attention == "flash_attention_2", _lora_trainable(cfg))
+                      hw.attention == "flash_attention_2", _lora_trainable(cfg), int(hw.fsdp_size))
     where = f"for {cfg.model.name} on {_hardware_name(cfg)}"
     problems = []
     if result.train_gb > hw.gpu_memory_gb:
@@ -393,6 +393,31 @@ def judge_can_weigh(cfg: DictConfig) -> bool:
     return max(weights) > 0
 
 
+def check_judge_reachable(cfg: DictConfig, timeout_sec: float = 5) -> list[str]:
+    """The judge's endpoint accepts a connection from this node: the judge runs on any node of the
+    run, and a compute node may lack the login node's way out. Checked when the judge can be called
+    (an explicit ``judge.base_url``, or a set key); a host that does not answer would mean every
+    judged group falls back to its test scores."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from terminal_rl.judge.backend import JudgeBackend
+
+    backend = JudgeBackend(cfg.judge.model, cfg.judge.base_url, cfg.judge.api_key_env)
+    if not judge_can_weigh(cfg) or not (backend.base_url or backend.api_key()):
+        return []
+    endpoint = backend.endpoint()
+    if endpoint is None:
+        return []
+    url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout_sec).close()
+    except OSError as error:
+        return [f"the judge's endpoint {endpoint} ({backend.model}) does not answer from {socket.gethostname()}: "
+                f"{error}; give this node a way out (proxy, firewall) or point judge.base_url at an endpoint it reaches"]
+    return []
+
+
 def check_disk(cfg: DictConfig) -> list[str]:
     """Free space where this node keeps run files (node-local root) and images (the engine's data root)."""
     import shutil
@@ -514,7 +539,8 @@ CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequ
                                     check_judge_credentials)
 # What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
 NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_checkpoint_disk, check_model_offline,
-                                  check_sandbox_mounts, check_egress_network, check_flash_attention)
+                                  check_sandbox_mounts, check_egress_network, check_flash_attention,
+                                  check_judge_reachable)
 
 
 def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]] | None = None,

@@ -4,7 +4,8 @@ Before step 1 the images the run needs first are built, with a progress bar: the
 the sampler's first draws (predicted exactly: draws are a pure function of the seed and the pool, see
 ``curriculum/sampler.py``). A task whose image does not build is recorded in the run's image report
 with its reason; the curriculum then leaves it out of the sampling pool and the validation rows, and
-the draws are predicted again without it. The remaining images build in a background thread during
+the draws are predicted again without it (a failure that may pass on another try, such as a
+download, is tried again by the next attempt of the run: resume or requeue). The remaining images build in a background thread during
 training, one at a time, while the node keeps ``hardware.min_free_disk_gb`` free; a rollout that meets
 an image not built yet builds it itself (one build per image, under its lock).
 """
@@ -21,7 +22,8 @@ from rich.console import Console
 from terminal_rl.config import nearest_existing
 from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.build_report import BuildOutcome, build_all, build_progress, failed_tasks
+from terminal_rl.sandbox.build_report import (BuildOutcome, build_all, build_progress, failed_tasks,
+                                              forget_transient_failures)
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import TaskImages
@@ -48,6 +50,8 @@ class RunImages:
         self.tasks = {task.id: task for task in tasks}
         self.outcomes: dict[str, BuildOutcome] = {}
         self._thread: threading.Thread | None = None
+        # This attempt builds again what an earlier one could not for a reason that may pass.
+        self.retried = forget_transient_failures(run.image_report)
 
     def unavailable(self) -> frozenset[str]:
         return frozenset(failed_tasks(self.run.image_report))

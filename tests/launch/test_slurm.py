@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+from datetime import datetime
 
 import pytest
 
@@ -27,11 +28,12 @@ LEARNER_RUN = ["hardware=cpu", "model=tiny_learner", "task_set=write_value", "ag
                "launcher=slurm", "task_set.procedural.count=30", "model_hardware.prompts_per_step=2",
                "model_hardware.rollouts_per_prompt=2", "model_hardware.micro_batch_per_gpu=1", "agent.max_turns=2",
                "++data.apply_chat_template_kwargs.enable_thinking=false"]
+PODMAN = "unix:///run/podman/podman.sock"
 SUBMITTED: list[int] = []  # cancelled after each test, so a failed test leaves no job competing for the CPUs
 
 
-def train(*overrides, multirun=False, app="train"):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
+def train(*overrides, multirun=False, app="train", env: dict[str, str] | None = None):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}, **(env or {})}
     command = [sys.executable, "-m", f"terminal_rl.{app}", *(["--multirun"] if multirun else []), *overrides]
     result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -99,17 +101,19 @@ def release_requeued(job: int, timeout: float = 120) -> None:
 
 @pytest.fixture(scope="module")
 def requeued_two_node_job(tmp_path_factory):
-    """One training job on two Slurm nodes (rank 0 starts the Ray head, rank 1 joins), signalled as
-    Slurm signals a job before its time limit (USR2, to every process of its steps) during step 1,
-    with no periodic checkpoint before step 2: the trainer must save step 1 on the signal, the job
-    requeue itself and resume there, and finish step 2 on both nodes. Shared by the two tests below
-    (one training job instead of two)."""
+    """One training job on two Slurm nodes (rank 0 starts the Ray head, rank 1 joins), node2's
+    sandboxes on podman and node1's on dockerd (the cluster's task prolog), so each node's images are
+    its own, as on a real cluster; signalled as Slurm signals a job before its time limit (USR2, to
+    every process of its steps) during step 1, with no periodic checkpoint before step 2: the trainer
+    must save step 1 on the signal, the job requeue itself and resume there, and finish step 2 on both
+    nodes. Shared by the tests below (one training job instead of three)."""
     root = tmp_path_factory.mktemp("slurm-train")
     [job], stdout = train(*LEARNER_RUN, "hardware.nodes=2", "trainer.total_training_steps=2", "trainer.save_freq=100",
                           "launcher.signal_delay_s=600", "trainer.test_freq=-1", "run.id=sl-train",
-                          f"run.output_root={root}")
+                          f"run.output_root={root}", env={"TERMINAL_RL_TEST_NODE_ENGINES": f"node2={PODMAN}"})
     run_dir = root / "sl-train"
-    deadline = time.monotonic() + 600
+    # Generous: beside the other test worker a loaded CI machine took over 600 s to get here.
+    deadline = time.monotonic() + 1200
     while not list((run_dir / "logs" / "rollouts").glob("train_step000001.*")):  # step 1 is under way
         assert time.monotonic() < deadline, state(job)
         time.sleep(1)
@@ -120,7 +124,7 @@ def requeued_two_node_job(tmp_path_factory):
         time.sleep(1)
     release_requeued(job)
     wait(job, timeout=900)
-    return {"job": job, "stdout": stdout, "logs": run_dir / "logs"}
+    return {"job": job, "stdout": stdout, "logs": run_dir / "logs", "root": root}
 
 
 def test_two_node_cpu_training_job_runs_through_launcher_slurm(requeued_two_node_job):
@@ -146,6 +150,27 @@ def test_requeued_job_resumes_from_its_checkpoint(requeued_two_node_job):
                 for path in sorted(logs.glob("metrics.*.jsonl"))]
     assert launches[-1] == [2] and sum(launches, []).count(1) <= 1, \
         f"the last launch started from the step-1 checkpoint and ran step 2 only: {launches}"
+
+
+def test_every_node_builds_the_first_task_images_on_its_own_engine_before_step_1(requeued_two_node_job):
+    """The head builds the images of the validation rows and first draws, then every other node builds
+    the same ones on its own engine, reports them, and only then does step 1 start (before, a node
+    other than the head built inside its step-1 rollouts, or failed for a missing base image)."""
+    from terminal_rl.sandbox.images import TASK_LABEL
+
+    job, logs = requeued_two_node_job["job"], requeued_two_node_job["logs"]
+    first = json.loads((logs / "slurm" / f"{job}.attempt0.first_images.json").read_text())
+    report = logs / "slurm" / f"{job}.attempt0.rank1.images"
+    assert first and json.loads(report.read_text()) == {"built": first, "failed": {}}
+    podman = docker_client(PODMAN)
+    for task_id in first:
+        [image, *_] = podman.images.list(filters={"label": f"{TASK_LABEL}={task_id}"}) or [None]
+        assert image is not None, f"node2's engine (podman) has {task_id}'s image"
+        created = datetime.fromisoformat(image.attrs["Created"]).timestamp()
+        assert created <= report.stat().st_mtime + 1, "the image was there when node2 reported itself ready"
+    head = finished(logs, job)  # both attempts'
+    assert head.count("all 2 nodes prepared") == 2 and head.index("all 2 nodes prepared") < head.index("\nstep "), \
+        "each attempt's first step waited for every node"
 
 
 def test_multirun_sweep_submits_one_job_per_point(tmp_path):
@@ -196,15 +221,24 @@ def test_evaluation_job_serves_the_policy_inside_the_job(tmp_path):
     assert json.loads(result)["termination"] == "finished"
 
 
-@pytest.mark.parametrize("script", ["train_1node.sbatch", "train_multinode.sbatch"])
-def test_plain_sbatch_scripts_run_the_same_bootstrap(tmp_path, script):
-    """The sbatch alternative, submitted from the project directory as the README says (GPU request
-    dropped on the command line: this cluster has none); preflight-only to keep CI short."""
-    result = subprocess.run(
-        ["sbatch", "--wait", "--nodes=2" if "multi" in script else "--nodes=1", "--gpus-per-node=0",
-         "--cpus-per-task=2", "--time=10", f"--output={tmp_path}/%j.out", f"slurm/{script}", *CPU_RUN[:-1],
-         "launcher.preflight_only=true", f"run.output_root={tmp_path}"],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    [output] = tmp_path.glob("*.out")
-    assert output.read_text().count("preflight ok") == (2 if "multi" in script else 1)
+def test_plain_sbatch_scripts_run_the_same_bootstrap(tmp_path):
+    """The sbatch alternatives (one node, two nodes) at once, submitted from the project directory as the
+    README says (GPU request dropped on the command line: this cluster has none); preflight-only to
+    keep CI short. The config is checked in the job, and the run is named after the job and command."""
+    jobs = {}
+    for script, nodes in (("train_1node.sbatch", 1), ("train_multinode.sbatch", 2)):
+        out = tmp_path / script
+        out.mkdir()
+        jobs[script] = (nodes, out, subprocess.Popen(
+            ["sbatch", "--wait", f"--nodes={nodes}", "--gpus-per-node=0", "--cpus-per-task=2", "--time=10",
+             f"--job-name=plain-{nodes}", f"--output={out}/%j.out", f"slurm/{script}", *CPU_RUN[:-1],
+             "launcher.preflight_only=true", f"run.output_root={out}"],
+            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for script, (nodes, out, process) in jobs.items():
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stdout + stderr
+        [output] = out.glob("*.out")
+        text = output.read_text()
+        assert text.count("preflight ok") == nodes, text[-3000:]
+        [run_id] = re.findall(r"^run (plain-\d-[0-9a-f]{8}): submitting the same command again continues it$", text, re.M)
+        assert (out / run_id).is_dir(), "the job ran under the run id it printed"

@@ -91,7 +91,6 @@ def test_a_requeued_attempts_workers_never_see_an_earlier_attempts_done_marker(t
     run = RunContext.from_config(compose("train", ["run.id=r1", f"run.output_root={tmp_path}"]).run)
     monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
     first = done_marker(run, "4242")
-    first.parent.mkdir(parents=True)
     first.write_text("done")
     monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
     assert not done_marker(run, "4242").exists() and done_marker(run, "4242") != first
@@ -127,19 +126,40 @@ def test_every_node_of_a_run_reads_one_ray_token_made_for_it(tmp_path):
 
 def test_the_head_starts_its_join_timer_once_every_node_is_prepared(tmp_path, monkeypatch):
     """A node still loading the image archive is waited for (up to the image timeout), not timed out
-    by the join's 300 s; a node that never gets there is named."""
+    by the join's 300 s; a node that never gets there is named; what each wrote comes back."""
     import threading
     import time
 
-    from terminal_rl.launch.slurm import prepared_marker, wait_for_prepared
+    from terminal_rl.launch.markers import rank_marker, wait_for_ranks
     from terminal_rl.run_context import RunContext
 
     monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
     run = RunContext.from_config(compose("train", ["run.id=r1", f"run.output_root={tmp_path}"]).run)
-    prepared_marker(run, "9", 0).write_text("prepared")
-    threading.Timer(0.3, lambda: prepared_marker(run, "9", 1).write_text("prepared")).start()
+    rank_marker(run, "9", 0, "prepared").write_text("prepared")
+    threading.Timer(0.3, lambda: rank_marker(run, "9", 1, "prepared").write_text("late")).start()
     started = time.monotonic()
-    wait_for_prepared(run, "9", 2, timeout_sec=10, poll_sec=0.05)
+    assert wait_for_ranks(run, "9", range(2), "prepared", timeout_sec=10, poll_sec=0.05) == {0: "prepared", 1: "late"}
     assert 0.25 < time.monotonic() - started < 5
-    with pytest.raises(RuntimeError, match=r"node rank\(s\) \[2\] were not prepared within 0.2 s"):
-        wait_for_prepared(run, "9", 3, timeout_sec=0.2, poll_sec=0.05)
+    with pytest.raises(RuntimeError, match=r"node rank\(s\) \[2\] did not report 'prepared' within 0.2 s"):
+        wait_for_ranks(run, "9", range(3), "prepared", timeout_sec=0.2, poll_sec=0.05)
+
+
+def test_a_worker_has_joined_once_the_head_lists_it_alive_in_ray(tmp_path, monkeypatch):
+    """Not "its ray start still runs after 5 s": the head's view of Ray's node table, by this node's
+    own node-manager port (nodes of one host share an address), for this attempt only."""
+    from types import SimpleNamespace
+
+    from terminal_rl.launch.markers import attempt_marker, write_json
+    from terminal_rl.launch.slurm import RAY_NODES, joined, node_port_base
+    from terminal_rl.run_context import RunContext
+
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
+    run = RunContext.from_config(compose("train", ["run.id=r1", f"run.output_root={tmp_path}"]).run)
+    worker = SimpleNamespace(job_id="77", global_rank=1)
+    assert not joined(run, worker), "no list yet"
+    write_json(attempt_marker(run, "77", RAY_NODES), [node_port_base("77", 0)])
+    assert not joined(run, worker), "the head alone"
+    write_json(attempt_marker(run, "77", RAY_NODES), [node_port_base("77", 0), node_port_base("77", 1)])
+    assert joined(run, worker)
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    assert not joined(run, worker), "a requeued attempt waits for its own head's list"

@@ -66,16 +66,28 @@ def test_missing_archive_and_missing_manifest_are_named(tiny_images, tmp_path):
 
 def test_rank_zero_builds_and_archives_the_task_set_and_another_node_loads_it(tmp_path):
     """prepare_node on two "nodes": rank 0 on dockerd builds the task's image and archives it, rank 1
-    on podman (which lacks the image) loads it from the archive before step 1."""
+    on podman (which lacks the image) loads it from the archive before step 1; and any build on a node
+    (its first images, a rollout's) loads an archived image instead of building it. (The node-local
+    root is the default one: its verifier toolchain is already built.)"""
+    from terminal_rl.launch.node_prep import build_task_images
+    from terminal_rl.sandbox.images import HASH_LABEL
+
     task = "base64-decode-secret-message"
-    common = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", f"task_set.task_ids=[{task}]", "run.id=distribution",
-              f"run.output_root={tmp_path / 'shared'}", f"run.node_local_root={tmp_path / 'local'}",
+    common = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", f"task_set.task_ids=[{task}]",
+              f"run.id=distribution-{uuid.uuid4().hex[:6]}", f"run.output_root={tmp_path / 'shared'}",
               f"sandbox.build.archive_dir={tmp_path / 'archive'}"]
     prepare_node(compose("train", common + ["sandbox=docker"]), rank=0, image_timeout_sec=10)
-    images = json.loads((tmp_path / "archive" / "manifest.distribution.json").read_text())
+    [manifest] = (tmp_path / "archive").glob("manifest.distribution-*.json")
+    images = json.loads(manifest.read_text())
     assert list(images) == [task]
     podman = engine_client("podman")
     for tag in present(podman, images.values()):
         podman.api.remove_image(tag, force=True)
     prepare_node(compose("train", common + ["sandbox=podman"]), rank=1, image_timeout_sec=10)
+    assert present(podman, images.values()) == list(images.values())
+    build_hash = engine_client("dockerd").images.get(images[task]).labels[HASH_LABEL]
+    for image in podman.images.list(filters={"label": f"{HASH_LABEL}={build_hash}"}):  # any task's with these inputs
+        podman.api.remove_image(image.id, force=True)
+    [outcome] = build_task_images(compose("train", common + ["sandbox=podman"]), tmp_path / "report.json", [task])
+    assert outcome.ok and outcome.cached and outcome.image.endswith(images[task]), "loaded from the archive, not built"
     assert present(podman, images.values()) == list(images.values())

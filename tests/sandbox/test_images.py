@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from terminal_rl.sandbox.build_report import build_all, classify, failed_tasks
+from terminal_rl.sandbox.build_failures import classify
+from terminal_rl.sandbox.build_report import build_all, failed_tasks
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import CA_FILE, ImageBuildError, TaskImages, build_inputs, ca_bundle, image_tag
 from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
@@ -146,6 +147,27 @@ def test_failed_builds_are_reported_by_cause_from_the_engines_own_log(csv_task, 
     summary = json.loads(report.read_text())
     assert summary["failed"] == 5 and summary["failed_by_category"] == {c: 1 for c in failing}
     assert failed_tasks(report)[tasks["package not found"].id].startswith("package not found: ")
+    # The node remembers the failures that come back every time; one that may pass ("other": the
+    # engine, a dropped connection) is built again by the next request.
+    remembered = {json.loads(path.read_text())["reason"] for path in tmp_path.glob("*.failed")}
+    assert remembered == {outcomes[tasks[c].id].reason for c in
+                          ("Dockerfile error", "package not found", "base image differs from the real one")}
+
+
+def test_a_new_attempt_builds_again_what_failed_for_a_reason_that_may_pass(tmp_path):
+    from terminal_rl.sandbox.build_report import BuildOutcome, forget_transient_failures, write_report
+
+    report = tmp_path / "image_builds.json"
+    outcomes = [BuildOutcome("ok", True, False, 1.0, "img"),
+                BuildOutcome("apt", False, False, 1.0, reason="x", category="package not found"),
+                BuildOutcome("pip", False, False, 1.0, reason="y", category="network"),
+                BuildOutcome("slow", False, False, 1.0, reason="z", category="timeout")]
+    write_report(outcomes, 10, report)
+    assert forget_transient_failures(report) == ["pip", "slow"]
+    assert failed_tasks(report) == {"apt": "package not found: x"}
+    summary = json.loads(report.read_text())
+    assert summary["tasks"] == 10 and summary["attempted"] == 2
+    assert forget_transient_failures(report) == [] and forget_transient_failures(tmp_path / "none.json") == []
 
 
 def test_download_failures_read_as_network_or_timeout():

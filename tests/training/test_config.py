@@ -18,7 +18,7 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "qwen3_32b_h100_4x8.yaml"
 # Checks of the machine (dataset on disk, Docker, free disk, flash-attn) are covered elsewhere: a GPU
 # preset's node is not this one.
 OFFLINE = ("check_dataset", "check_docker", "check_disk", "check_checkpoint_disk", "check_model_offline",
-           "check_sandbox_mounts", "check_flash_attention")
+           "check_sandbox_mounts", "check_flash_attention", "check_judge_reachable")
 
 
 def split_pair(pair: str) -> tuple[str, str]:
@@ -197,6 +197,32 @@ def test_node_checks_name_a_disk_without_room():
     assert [p.split(" (")[0] for p in problems] == ["run.node_local_root", "the container engine's data root"]
     assert "below hardware.min_free_disk_gb=1e+06" in problems[0]
     assert check_disk(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1")) == []
+
+
+def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
+    """Loopback only: a listening port answers, a closed one is named; without a base_url or a key the
+    judge cannot be called, and nothing is sent (the provider's own host is only named)."""
+    import socket
+
+    from terminal_rl.judge.backend import JudgeBackend
+    from terminal_rl.training.preflight import check_judge_reachable
+    from tests.support import free_port
+
+    judged = ("hardware=cpu", "model=tiny", "reward_mix=tests65_judge35")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        live = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        assert check_judge_reachable(train_config(*judged, f"judge.base_url={live}")) == []
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    [problem] = check_judge_reachable(train_config(*judged, f"judge.base_url={closed}"))
+    assert problem.startswith(f"the judge's endpoint {closed} (anthropic/claude-sonnet-4-20250514) does not answer from ")
+    assert check_judge_reachable(train_config("hardware=cpu", "model=tiny", "reward_mix=tests_only",
+                                              f"judge.base_url={closed}")) == [], "the judge has no weight"
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: pytest.fail("no key, no base_url: no traffic"))
+    assert check_judge_reachable(train_config(*judged)) == []
+    assert JudgeBackend("anthropic/claude-sonnet-4-20250514").endpoint() == "https://api.anthropic.com"
+    assert JudgeBackend("openai/gpt-4o").endpoint().startswith("https://api.openai.com")
+    assert JudgeBackend("openai/gpt-4o", base_url=live).endpoint() == live
 
 
 @pytest.mark.docker

@@ -38,6 +38,16 @@ def test_the_estimate_counts_verls_bytes_per_parameter():
     assert offloaded.rollout_actor_gb == 0.0
 
 
+def test_hybrid_sharding_holds_a_node_sized_shard_per_gpu():
+    """fsdp_size=8 on 32 GPUs: verl's mesh is (4 replicas, 8 shards) (create_device_mesh), so each GPU
+    holds 1/8 of the weights, gradients and Adam moments, not 1/32; -1 or >= the world shards over all."""
+    tiny_tokens = dict(layers=1, hidden_size=1, attention_heads=1, kv_heads=1, head_dim=1, vocab_size=1, parameters=8e9)
+    args = (tiny_tokens, 32, 80, 1, 1, 1, 1, 0.5, False, False, True)
+    hybrid, full, beyond = (estimate(*args, fsdp_size=size) for size in (8, -1, 64))
+    assert hybrid.rollout_actor_gb * GIB == pytest.approx(8e9 * 12 / 8)
+    assert full.rollout_actor_gb * GIB == pytest.approx(8e9 * 12 / 32) and beyond == full
+
+
 def test_lora_keeps_fp32_base_weights_but_trains_only_the_adapter():
     tiny_tokens = dict(layers=1, hidden_size=1, attention_heads=1, kv_heads=1, head_dim=1, vocab_size=1, parameters=8e9)
     lora = estimate(tiny_tokens, 8, 80, 1, 1, 1, 1, 0.5, param_offload=False, optimizer_offload=False,

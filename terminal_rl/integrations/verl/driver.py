@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -59,9 +60,10 @@ def apply_environment(env: dict[str, str]) -> None:
     importlib.import_module(PLUGIN)
 
 
-def prepare(cfg: DictConfig, console) -> None:
+def prepare(cfg: DictConfig, console) -> list[str]:
     """The warm start and the tiny model (if configured and missing), the run's dataset, the console
-    header and the run's first task images, before any worker starts."""
+    header and the run's first task images, before any worker starts. Returns the ids of the tasks
+    whose images were built first."""
     from terminal_rl.models.tiny import ensure_tiny_model
     from terminal_rl.tasks.prepare import prepare_task_set
     from terminal_rl.tasks.task_set import task_set_config
@@ -85,15 +87,16 @@ def prepare(cfg: DictConfig, console) -> None:
                 for k in ("task_set", "model", "hardware", "reward_mix", "curriculum", "data_filter", "algorithm")}
     for line in header_lines(run.run_id, run.shared_dir, prepared.counts(), settings, steps):
         console.print(line)
-    prepare_images(cfg, run, prepared, schedule, console)
+    first = prepare_images(cfg, run, prepared, schedule, console)
     # The schedule this run uses, beside its logs.
     plot_schedule(schedule, cfg.curriculum.kind, run.log_dir / "curriculum.png", steps)
+    return first
 
 
-def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console: Console) -> None:
+def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console: Console) -> list[str]:
     """Build the images of the validation rows and the first draws now, the rest in the background
     (``terminal_rl/training/run_images.py``); tasks whose image fails leave the run, with the reason
-    in its image report."""
+    in its image report. Returns the ids built now that the run keeps."""
     from terminal_rl.curriculum.schedule import CurriculumState
     from terminal_rl.sandbox.build_report import failure_line
     from terminal_rl.filtering.keep_list import read_keep_list
@@ -103,6 +106,9 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     images = RunImages(sandbox, run, prepared.train + prepared.val, float(cfg.hardware.min_free_disk_gb))
+    if images.retried:
+        console.print(f"task images: building {len(images.retried)} again that an earlier attempt could not build for "
+                      "a reason that may pass (network, timeout, engine)")
     mix = schedule.difficulty_mix(CurriculumState())
     keep = read_keep_list(cfg.data_filter.keep_list) if cfg.data_filter.get("keep_list") else None
     difficulties = {t.id: t.difficulty.value for t in prepared.train}
@@ -118,6 +124,7 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
     for outcome in failed:
         console.print(f"{failure_line(outcome)}; it leaves this run; see {run.image_report}")
     images.build_rest_in_background()
+    return predict(images.unavailable())
 
 
 def ray_runtime_env(cfg: DictConfig, env: dict[str, str]) -> dict:
@@ -167,14 +174,19 @@ def start_services(cfg: DictConfig) -> None:
         start_judge_actor(to_dataclass(cfg.judge, JudgeConfig), run.judge_control_dir, run.run_id)
 
 
-def train(cfg: DictConfig, env: dict[str, str] | None = None) -> None:
+def train(cfg: DictConfig, env: dict[str, str] | None = None,
+          nodes_ready: Callable[[list[str]], None] | None = None) -> None:
     """Everything after preflight, in this process: the console shows the header, image preparation
     and one line per step; everything verl, Ray and the libraries print goes to ``logs/train.log``.
-    ``env``: the run's environment when the caller already started Ray with it (the Slurm head)."""
+    ``env``: the run's environment when the caller already started Ray with it (the Slurm head).
+    ``nodes_ready(first_task_ids)``: called once this node is prepared, before any worker starts (the
+    Slurm head waits there for the other nodes to build the same first images)."""
     env = env or run_environment(cfg)
     apply_environment(env)
     run = RunContext.from_config(cfg.run)
-    prepare(cfg, Console(sys.stdout))
+    first = prepare(cfg, Console(sys.stdout))
+    if nodes_ready is not None:
+        nodes_ready(first)
     OmegaConf.resolve(cfg)
     log_file = run.log_dir / "train.log"
     with quiet_console(log_file, bool(cfg.verbose)) as console:
