@@ -73,7 +73,8 @@ def submit(cfg: DictConfig, body=None, nodes: int | None = None) -> submitit.Job
     launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
     run = RunContext.from_config(cfg.run)
     folder = run.log_dir / "slurm"
-    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    # submitit stops requeueing after max_num_timeout time limits (3 by default): as many as restarts.
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=launcher.max_restarts)
     executor.update_parameters(**slurm_parameters(cfg.hardware, launcher, run.run_id, nodes))
     job = executor.submit(body or SlurmRun(OmegaConf.to_container(cfg), restarts=0))
     print(f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
@@ -87,10 +88,13 @@ def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id
     overrides its node count), cluster specifics from the launcher config (and conf/local/slurm.yaml
     merged into it)."""
     # srun in Slurm 22.05-23.02 does not inherit --cpus-per-task from the allocation: it is passed
-    # again. Requeue on preemption is asked for explicitly (a cluster's default may be off).
+    # again; a node whose task fails (its preflight, say) ends the others at once instead of leaving
+    # them waiting for it (--kill-on-bad-exit). Requeue on preemption is asked for explicitly (a
+    # cluster's default may be off).
     parameters = dict(nodes=nodes or hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
                       mem_gb=launcher.mem_gb, timeout_min=launcher.time_min, name=f"trl-{run_id}",
-                      slurm_signal_delay_s=int(launcher.signal_delay_s), slurm_srun_args=[f"--cpus-per-task={hardware.cpus_per_node}"])
+                      slurm_signal_delay_s=int(launcher.signal_delay_s),
+                      slurm_srun_args=[f"--cpus-per-task={hardware.cpus_per_node}", "--kill-on-bad-exit=1"])
     if hardware.device == "cuda":
         parameters["gpus_per_node"] = hardware.gpus_per_node
     for key in ("partition", "account", "qos", "constraint"):
@@ -223,22 +227,23 @@ class SlurmRun(submitit.helpers.Checkpointable):
                    {"built": [task_id for task_id in task_ids if task_id in ok], "failed": failed})
 
 
-def ray_auth_token(run: RunContext, timeout_sec: float = 60) -> Path:
+def ray_auth_token(run: RunContext) -> Path:
     """The run's Ray token file (mode 0600, in the run's shared directory), made by the first node
     that gets here and read by the others; the same token serves every attempt of the run."""
     path = run.shared_dir / "ray_auth_token"
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another node made it: wait until it is written
-        deadline = time.monotonic() + timeout_sec
-        while not path.stat().st_size:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{path} stayed empty for {timeout_sec:g} s")
-            time.sleep(0.2)
-        return path
+    # Written under a name of this node's own, then linked into place: the token appears whole or
+    # not at all (a node that dies mid-write leaves no empty token behind), and the first link wins.
+    partial = path.with_name(f".ray_auth_token.{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(secrets.token_hex(32))
+    try:
+        os.link(partial, path)
+    except FileExistsError:
+        pass  # another node's token is the run's
+    finally:
+        partial.unlink()
     return path
 
 

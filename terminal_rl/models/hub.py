@@ -7,6 +7,7 @@ model it cannot find offline (``find_offline``) with the command that puts it th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from terminal_rl.config import project_path
@@ -30,6 +31,20 @@ def find_offline(path: str, hub_cache: Path) -> Path | None:
         return Path(snapshot_download(path, cache_dir=str(hub_cache), local_files_only=True))
     except (LocalEntryNotFoundError, HFValidationError, FileNotFoundError, ValueError):
         return None
+
+
+def missing_weights(folder: Path) -> list[str]:
+    """What a model folder lacks to load (an interrupted download): its config, and every weight shard
+    its index names, or any weight file at all when there is no index (pure apart from reading)."""
+    missing = [] if (folder / "config.json").is_file() else ["config.json"]
+    for index_name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        index = folder / index_name
+        if index.is_file():
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            return missing + [shard for shard in shards if not (folder / shard).is_file()]
+    if not any(folder.glob("*.safetensors")) and not any(folder.glob("pytorch_model*.bin")):
+        missing.append("weights (*.safetensors)")
+    return missing
 
 
 def download_command(repo_id: str, hub_cache: Path) -> str:

@@ -3,9 +3,10 @@
 The causes, so a report over hundreds of tasks reads at a glance and says what to fix: a Dockerfile
 error, a missing base image (no recipe covers it: ``tasks prepare`` prints the fix), a base image
 that differs from the real one where the Dockerfile relies on it, a package the base image's
-distribution does not have (these four fail the same way every time), the network (a download from
-a site this machine cannot reach), a timeout, or other (an engine error, a dropped connection): the
-last three may pass on another try, so nothing keeps them for good.
+distribution does not have, a step's own command that failed otherwise (these five fail the same way
+every time), the network (a download from a site this machine cannot reach), a timeout, or other (an
+engine error, a dropped connection): the last three may pass on another try, so nothing keeps them
+for good.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ _REASONS = (
         r"unabletolocatepackage|hasnoinstallationcandidate|nomatchingdistributionfound|"
         r"couldnotfindaversionthatsatisfies|packagenotfound|notfoundinrepository", re.I)),
     ("timeout", re.compile(r"timedout|readtimeout", re.I)),
+    # A Dockerfile step's own command failed, for none of the reasons above: it fails again.
+    ("build step failed", re.compile(r"returnedanon-zerocode|didnotcompletesuccessfully:exitcode", re.I)),
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|\[\d+m")
 TRANSIENT = frozenset({"network", "timeout", "other"})

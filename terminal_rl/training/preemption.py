@@ -31,9 +31,10 @@ def save_requested(folder: Path) -> bool:
 
 
 def acknowledge(folder: Path, step: int) -> None:
-    """The save of ``step`` is on disk: the request is answered."""
-    (folder / SAVED).write_text(f"{step}\n")
+    """The save of ``step`` is on disk: the request is answered (removed first, so a request made
+    after this save is never the one removed)."""
     (folder / REQUEST).unlink(missing_ok=True)
+    (folder / SAVED).write_text(f"{step}\n")
 
 
 def clear(folder: Path) -> None:

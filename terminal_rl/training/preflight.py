@@ -400,6 +400,7 @@ def check_judge_reachable(cfg: DictConfig, timeout_sec: float = 5) -> list[str]:
     judged group falls back to its test scores."""
     import socket
     from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
 
     from terminal_rl.judge.backend import JudgeBackend
 
@@ -410,11 +411,17 @@ def check_judge_reachable(cfg: DictConfig, timeout_sec: float = 5) -> list[str]:
     if endpoint is None:
         return []
     url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+    # litellm's HTTP client goes through the environment's proxy (HTTPS_PROXY, NO_PROXY) as this does.
+    proxy = None if proxy_bypass(url.hostname) else getproxies().get(url.scheme)
+    target = urlsplit(proxy) if proxy else url
     try:
-        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout_sec).close()
+        socket.create_connection((target.hostname, target.port or (443 if target.scheme == "https" else 80)),
+                                 timeout_sec).close()
     except OSError as error:
-        return [f"the judge's endpoint {endpoint} ({backend.model}) does not answer from {socket.gethostname()}: "
-                f"{error}; give this node a way out (proxy, firewall) or point judge.base_url at an endpoint it reaches"]
+        through = f" through the proxy {proxy}" if proxy else ""
+        return [f"the judge's endpoint {endpoint} ({backend.model}) does not answer from {socket.gethostname()}"
+                f"{through}: {error}; give this node a way out (proxy, firewall) or point judge.base_url at an "
+                "endpoint it reaches"]
     return []
 
 
@@ -450,17 +457,24 @@ def check_model_offline(cfg: DictConfig) -> list[str]:
     """``model.path`` is a local folder or a Hub id in the run's shared Hub cache: every process of
     the run reads weights offline (HF_HUB_OFFLINE=1, ``models/hub.py``). A model the run makes itself
     (the tiny one, a warm start's SFT) is made before any worker needs it."""
-    from terminal_rl.models.hub import download_command, find_offline
+    from terminal_rl.models.hub import download_command, find_offline, missing_weights
     from terminal_rl.run_context import RunContext
 
     if "tokenizer" in cfg.model or cfg.get("warm_start"):
         return []
     run = RunContext.from_config(cfg.run)
-    if run.hub_cache is None or find_offline(cfg.model.path, run.hub_cache) is not None:
+    if run.hub_cache is None:
         return []
-    return [f"model.path={cfg.model.path!r} is neither a local folder nor in the run's Hub cache ({run.hub_cache}), "
-            f"and the run's processes never download (HF_HUB_OFFLINE=1): run `{download_command(cfg.model.path, run.hub_cache)}` "
-            "once where the Hub is reachable (a login node), or set model.path to a local folder"]
+    folder = find_offline(cfg.model.path, run.hub_cache)
+    if folder is None:
+        return [f"model.path={cfg.model.path!r} is neither a local folder nor in the run's Hub cache ({run.hub_cache}), "
+                f"and the run's processes never download (HF_HUB_OFFLINE=1): run `{download_command(cfg.model.path, run.hub_cache)}` "
+                "once where the Hub is reachable (a login node), or set model.path to a local folder"]
+    missing = missing_weights(folder)
+    if missing:
+        return [f"model.path={cfg.model.path!r} at {folder} is incomplete (an interrupted download?): no {', '.join(missing)}; "
+                f"run `{download_command(cfg.model.path, run.hub_cache)}` again"]
+    return []
 
 
 def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
@@ -470,6 +484,7 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
     rollout masked). A probe container reads a file the job just wrote."""
     import secrets
 
+    import requests
     from docker.errors import DockerException
 
     from terminal_rl.run_context import RunContext
@@ -497,7 +512,7 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
                                              ulimits=sandbox_ulimits(sandbox))  # podman needs them explicit
         container.start()
         status = container.wait(timeout=120)["StatusCode"]
-    except DockerException as error:
+    except (DockerException, requests.exceptions.RequestException) as error:  # a wait that times out is requests'
         status = f"{type(error).__name__}: {str(error)[:200]}"
     finally:
         probe.unlink(missing_ok=True)
@@ -537,6 +552,9 @@ def check_egress_network(cfg: DictConfig) -> list[str]:
 CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_lora, check_memory,
                                     check_dataset, check_curriculum, check_history, check_attention,
                                     check_judge_credentials)
+# What lives on the run's shared filesystem: checked where the run is submitted too, before an
+# allocation starts (and again on each node, which may mount it differently).
+SHARED_CHECKS: tuple[Check, ...] = (check_model_offline,)
 # What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
 NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_checkpoint_disk, check_model_offline,
                                   check_sandbox_mounts, check_egress_network, check_flash_attention,
@@ -551,7 +569,7 @@ def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]]
     problems = check_support(cfg)
     if problems:
         return problems
-    for check in CONFIG_CHECKS + (NODE_CHECKS if on_this_node else ()):
+    for check in CONFIG_CHECKS + (NODE_CHECKS if on_this_node else SHARED_CHECKS):
         if check.__name__ not in skip:
             problems.extend(check(cfg))
     if verl_check is not None and not problems:

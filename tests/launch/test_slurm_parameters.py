@@ -38,7 +38,7 @@ def test_resources_come_from_the_hardware_preset():
         "nodes": 4, "tasks_per_node": 1, "cpus_per_task": 96, "mem_gb": 0, "gpus_per_node": 8,
         "timeout_min": 1440, "name": "trl-r1", "slurm_signal_delay_s": 1800,
         # srun of Slurm 22.05-23.02 does not inherit the CPUs; requeue is asked for, not assumed.
-        "slurm_srun_args": ["--cpus-per-task=96"], "slurm_additional_parameters": {"requeue": True}}
+        "slurm_srun_args": ["--cpus-per-task=96", "--kill-on-bad-exit=1"], "slurm_additional_parameters": {"requeue": True}}
     assert "gpus_per_node" not in parameters("hardware=cpu", "model=tiny"), "CPU runs ask Slurm for no GPU"
 
 
@@ -122,6 +122,7 @@ def test_every_node_of_a_run_reads_one_ray_token_made_for_it(tmp_path):
     assert path.parent == run.shared_dir and len(path.read_text()) == 64
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert ray_auth_token(run).read_text() == path.read_text(), "a requeued attempt keeps the token"
+    assert list(run.shared_dir.glob(".ray_auth_token.*")) == [], "each node's own draft is gone"
 
 
 def test_the_head_starts_its_join_timer_once_every_node_is_prepared(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 found in the run's shared cache laid out as huggingface_hub lays it out, a missing one is refused
 by preflight with the command that fills the cache, and the run's processes are told to stay offline."""
 
+import json
 from pathlib import Path
 
 from terminal_rl.config import compose
@@ -18,6 +19,7 @@ def cached(hub_cache: Path, repo_id: str) -> Path:
     snapshot = repo / "snapshots" / revision
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
+    (snapshot / "model.safetensors").write_bytes(b"")
     return snapshot
 
 
@@ -37,6 +39,23 @@ def test_preflight_refuses_a_model_it_cannot_find_offline(tmp_path):
     assert check_model_offline(cfg) == []
     tiny = compose("train", ["run.id=r", f"run.output_root={tmp_path}", "hardware=cpu", "model=tiny"])
     assert check_model_offline(tiny) == [], "a model the run generates itself"
+
+
+def test_an_interrupted_download_is_refused_by_the_shard_it_lacks(tmp_path):
+    from terminal_rl.integrations.verl.config_check import verl_problems
+    from terminal_rl.training.preflight import run_preflight
+
+    snapshot = cached(tmp_path / "hub_cache", "Qwen/Qwen3-8B")
+    (snapshot / "model.safetensors").unlink()
+    (snapshot / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    (snapshot / "model-00001-of-00002.safetensors").write_bytes(b"")
+    cfg = compose("train", ["run.id=r", f"run.output_root={tmp_path}", "hardware=h100_4x8", "launcher=slurm"])
+    [problem] = check_model_offline(cfg)
+    assert "is incomplete (an interrupted download?): no model-00002-of-00002.safetensors" in problem
+    assert problem in run_preflight(cfg, verl_problems, on_this_node=False), "found at submission, not on the nodes"
+    (snapshot / "model-00002-of-00002.safetensors").write_bytes(b"")
+    assert check_model_offline(cfg) == []
 
 
 def test_every_process_of_a_run_is_told_to_read_the_shared_cache_offline(tmp_path):

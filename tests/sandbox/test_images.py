@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from terminal_rl.sandbox.build_failures import classify
+from terminal_rl.sandbox.build_failures import classify, is_transient
 from terminal_rl.sandbox.build_report import build_all, failed_tasks
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import CA_FILE, ImageBuildError, TaskImages, build_inputs, ca_bundle, image_tag
@@ -123,7 +123,7 @@ def test_failed_builds_are_reported_by_cause_from_the_engines_own_log(csv_task, 
     """Each Dockerfile fails here for one cause, read from the engine's own log; a missing base image fails
     before the engine is asked (it would try its registry)."""
     failing = {
-        "other": f"FROM {BASE_IMAGE}\nRUN echo step-output-before-failure && exit 3\n",
+        "build step failed": f"FROM {BASE_IMAGE}\nRUN echo step-output-before-failure && exit 3\n",
         "missing base image": "FROM registry.invalid/nothing:1\n",
         "Dockerfile error": f"FROM {BASE_IMAGE}\nRUNN true\n",
         "package not found": f"FROM {BASE_IMAGE}\nRUN apt-get install -y terminal-rl-no-such-package\n",
@@ -141,17 +141,19 @@ def test_failed_builds_are_reported_by_cause_from_the_engines_own_log(csv_task, 
 
     outcomes = {o.task_id: o for o in asyncio.run(main())}
     assert {category: outcomes[task.id].category for category, task in tasks.items()} == {c: c for c in failing}
-    other = outcomes[tasks["other"].id]
+    other = outcomes[tasks["build step failed"].id]
     assert "returned a non-zero code: 3" in other.reason and "step-output-before-failure" in other.log_tail
     assert "registry.invalid/nothing:1 is not present locally" in outcomes[tasks["missing base image"].id].reason
     summary = json.loads(report.read_text())
     assert summary["failed"] == 5 and summary["failed_by_category"] == {c: 1 for c in failing}
     assert failed_tasks(report)[tasks["package not found"].id].startswith("package not found: ")
-    # The node remembers the failures that come back every time; one that may pass ("other": the
-    # engine, a dropped connection) is built again by the next request.
+    # The node remembers the failures that come back every time (a missing base image fails before
+    # any build); one that may pass (the network, a timeout, the engine) the next request builds again.
     remembered = {json.loads(path.read_text())["reason"] for path in tmp_path.glob("*.failed")}
     assert remembered == {outcomes[tasks[c].id].reason for c in
-                          ("Dockerfile error", "package not found", "base image differs from the real one")}
+                          ("Dockerfile error", "package not found", "base image differs from the real one",
+                           "build step failed")}
+    assert classify("ConnectionError: Connection aborted.", "") == "other" and is_transient("other")
 
 
 def test_a_new_attempt_builds_again_what_failed_for_a_reason_that_may_pass(tmp_path):

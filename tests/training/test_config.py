@@ -208,6 +208,8 @@ def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
     from terminal_rl.training.preflight import check_judge_reachable
     from tests.support import free_port
 
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     judged = ("hardware=cpu", "model=tiny", "reward_mix=tests65_judge35")
     with socket.create_server(("127.0.0.1", 0)) as server:
         live = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
@@ -217,6 +219,11 @@ def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
     assert problem.startswith(f"the judge's endpoint {closed} (anthropic/claude-sonnet-4-20250514) does not answer from ")
     assert check_judge_reachable(train_config("hardware=cpu", "model=tiny", "reward_mix=tests_only",
                                               f"judge.base_url={closed}")) == [], "the judge has no weight"
+    # Behind the environment's proxy the proxy is what must answer (the judge's host is never looked up).
+    monkeypatch.setenv("HTTPS_PROXY", closed.removesuffix("/v1"))
+    [problem] = check_judge_reachable(train_config(*judged, "judge.base_url=https://judge.invalid/v1"))
+    assert f"through the proxy {closed.removesuffix('/v1')}" in problem
+    monkeypatch.delenv("HTTPS_PROXY")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: pytest.fail("no key, no base_url: no traffic"))
     assert check_judge_reachable(train_config(*judged)) == []

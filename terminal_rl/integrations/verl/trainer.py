@@ -201,13 +201,15 @@ class TerminalTrainer(PPOTrainerSync):
 
     def _check_signal_delay(self, timing_raw: dict) -> None:
         """Under Slurm, a save on the job's signal must fit in ``launcher.signal_delay_s`` (less the
-        requeue's minute): warn, once, when a measured step plus its save does not."""
+        requeue's minute): warn, once, when a measured step (verl's step timer includes its save),
+        its validation and the longest save so far do not."""
         delay = self.config.launcher.get("signal_delay_s")
-        needed = timing_raw.get("step", 0.0) + timing_raw.get("save_checkpoint", 0.0) + 60
+        self._longest_save = max(getattr(self, "_longest_save", 0.0), timing_raw.get("save_checkpoint", 0.0))
+        needed = timing_raw.get("step", 0.0) + timing_raw.get("testing", 0.0) + self._longest_save + 60
         if delay is None or needed <= delay or getattr(self, "_warned_delay", False):
             return
         self._warned_delay = True
-        print(f"warning: a step and its save took {needed - 60:.0f} s, more than launcher.signal_delay_s={delay:g} s "
+        print(f"warning: a step, its validation and a save took {needed - 60:.0f} s, more than launcher.signal_delay_s={delay:g} s "
               f"less a minute: a save on Slurm's signal would be cut off; resubmit with launcher.signal_delay_s="
               f"{int(2 * needed)}", flush=True)
 
