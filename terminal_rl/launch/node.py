@@ -48,6 +48,8 @@ def requeue_on_signal(body: SlurmRun, rank: int, job_id: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # Until the handler is in place the warning is ignored: its default action would end the node.
+    signal.signal(submitit.JobEnvironment._usr_sig(), signal.SIG_IGN)
     from terminal_rl.integrations.verl.config_check import verl_problems
     from terminal_rl.training.preflight import run_preflight
 

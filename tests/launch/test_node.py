@@ -25,7 +25,13 @@ def test_the_same_command_is_the_same_run_and_an_explicit_id_wins():
 
 def test_a_bad_config_stops_every_node_before_anything_starts(capsys, monkeypatch):
     monkeypatch.setenv("SLURM_JOB_NAME", "bad")
-    assert node.main(["hardware=cpu", "model=tiny", "actor_rollout_ref.actor.ppo_mini_batch_size=5"]) == 1
+    warning = submitit.JobEnvironment._usr_sig()
+    previous = signal.getsignal(warning)
+    try:
+        assert node.main(["hardware=cpu", "model=tiny", "actor_rollout_ref.actor.ppo_mini_batch_size=5"]) == 1
+        assert signal.getsignal(warning) == signal.SIG_IGN, "the warning cannot end a node still starting"
+    finally:
+        signal.signal(warning, previous)
     assert "preflight: actor.ppo_mini_batch_size (5) must divide data.train_batch_size" in capsys.readouterr().err
 
 
