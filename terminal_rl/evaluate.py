@@ -29,14 +29,12 @@ from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.tasks.model import Difficulty
 from terminal_rl.tasks.prepare import train_and_val
-from terminal_rl.tasks.task_set import load_task_set, task_set_config
-from terminal_rl.tasks.validation import validate_tasks
+from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
 
 
 def select_tasks(cfg: DictConfig):
     task_set = task_set_config(cfg.task_set)
-    loaded = load_task_set(task_set)
-    tasks = validate_tasks(loaded.tasks, loaded.problems).valid
+    tasks = load_valid_tasks(task_set)
     if cfg.split != "all":
         train, val, _ = train_and_val(task_set)  # the training run's own splits
         tasks = {"train": train, "val": val}[cfg.split]

@@ -19,6 +19,9 @@ from pathlib import Path
 
 from terminal_rl.run_context import RunContext
 
+DONE, PREPARED, IMAGES = "trainer.done", "prepared", "images"
+FIRST_IMAGES, RAY_NODES = "first_images.json", "ray_nodes.json"
+
 
 def attempt_marker(run: RunContext, job_id: str, name: str) -> Path:
     """The file ``name`` of this attempt of the job; its folder is made."""
@@ -26,6 +29,11 @@ def attempt_marker(run: RunContext, job_id: str, name: str) -> Path:
     path = run.log_dir / "slurm" / f"{job_id}.attempt{attempt}.{name}"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def done_marker(run: RunContext, job_id: str) -> Path:
+    """The file rank 0 writes when its trainer exits."""
+    return attempt_marker(run, job_id, DONE)
 
 
 def rank_marker(run: RunContext, job_id: str, rank: int, what: str) -> Path:

@@ -11,7 +11,6 @@ on its own container engine:
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from pathlib import Path
 
@@ -83,25 +82,16 @@ def build_task_images(cfg: DictConfig, report: Path, only: list[str] | None = No
     """Build (or find) the images of every valid task (or of the ids in ``only``) on this node's
     engine; returns the outcomes, also written to ``report``. A failed build's rollouts fail as
     sandbox errors and are masked."""
-    from terminal_rl.sandbox.build_report import build_all
+    from terminal_rl.sandbox.build_report import build_on_this_engine
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
-    from terminal_rl.sandbox.images import TaskImages
 
     sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
     wanted = None if only is None else set(only)
     tasks = [task for task in _valid_tasks(cfg) if wanted is None or task.id in wanted]
-    docker = AsyncDocker(docker_client(sandbox.docker_host), sandbox.docker_threads)
-    try:
-        images = TaskImages(docker, sandbox.build, run.image_cache_dir / "locks")
-        return asyncio.run(build_all(images, tasks, report, jobs=sandbox.build.jobs))
-    finally:
-        docker.close()
+    return build_on_this_engine(sandbox, run.image_cache_dir / "locks", tasks, report, sandbox.build.jobs)
 
 
 def _valid_tasks(cfg: DictConfig) -> list:
-    from terminal_rl.tasks.task_set import load_task_set, task_set_config
-    from terminal_rl.tasks.validation import validate_tasks
+    from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
 
-    loaded = load_task_set(task_set_config(cfg.task_set))
-    return validate_tasks(loaded.tasks, loaded.problems).valid
+    return load_valid_tasks(task_set_config(cfg.task_set))

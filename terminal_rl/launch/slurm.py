@@ -33,14 +33,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import to_dataclass
 from terminal_rl.launch.epilog import mark_job_processes
-from terminal_rl.launch.markers import attempt_marker, rank_marker, wait_for_ranks, write_json
+from terminal_rl.launch.markers import (FIRST_IMAGES, IMAGES, PREPARED, RAY_NODES, attempt_marker, done_marker,
+                                       rank_marker, wait_for_ranks, write_json)
 from terminal_rl.launch.node_prep import build_task_images, prepare_node
 from terminal_rl.run_context import RunContext
 from terminal_rl.training.preemption import clear, exchange_folder, request_save, wait_for_save
 
-# This attempt's files the nodes exchange (markers.py).
-DONE_FILE, PREPARED, IMAGES, FIRST_IMAGES, RAY_NODES = ("trainer.done", "prepared", "images", "first_images.json",
-                                                      "ray_nodes.json")
 # Ray's ports of a node (node_port_base): jobs sharing a host take different slots.
 PORT_BASE, JOB_SLOTS, RANK_PORTS = 11000, 20, 100
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -245,11 +243,6 @@ def ray_auth_token(run: RunContext) -> Path:
     finally:
         partial.unlink()
     return path
-
-
-def done_marker(run: RunContext, job_id: str) -> Path:
-    """The file rank 0 writes when its trainer exits."""
-    return attempt_marker(run, job_id, DONE_FILE)
 
 
 def head_address(env) -> str:

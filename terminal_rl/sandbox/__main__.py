@@ -15,7 +15,6 @@ Overrides compose ``conf/services.yaml``, e.g. ``sandbox.docker_host=unix:///run
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -25,17 +24,15 @@ from terminal_rl.config import compose, project_path
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.base_images import BaseImageError
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.build_report import build_all
 from terminal_rl.sandbox.distribution import publish
-from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
-from terminal_rl.sandbox.images import TaskImages
+from terminal_rl.sandbox.build_report import build_on_this_engine
+from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.janitor import sweep
 from terminal_rl.sandbox.owner import Owner
 from terminal_rl.sandbox.node_images import provide_node_images
 from terminal_rl.sandbox.toolchain import ToolchainError
 from terminal_rl.tasks.dockerfile import task_set_images
-from terminal_rl.tasks.task_set import load_task_set, task_set_config
-from terminal_rl.tasks.validation import validate_tasks
+from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
 
 console = Console()
 
@@ -71,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
-    loaded = load_task_set(task_set_config(cfg.task_set))
-    references = task_set_images(validate_tasks(loaded.tasks, loaded.problems).valid)
+    references = task_set_images(load_valid_tasks(task_set_config(cfg.task_set)))
     try:
         with console.status("providing base images (debootstrap + recipes) and the verifier's toolchain"):
             provided = provide_node_images(client, sandbox, references, run)
@@ -88,22 +84,21 @@ def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
 
 
 def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
-    loaded = load_task_set(task_set_config(cfg.task_set))
-    tasks = [t for t in validate_tasks(loaded.tasks, loaded.problems).valid if not args.only or t.id in args.only]
+    tasks = [t for t in load_valid_tasks(task_set_config(cfg.task_set)) if not args.only or t.id in args.only]
     report_path = args.report or run.image_report
-    docker = AsyncDocker(docker_client(sandbox.docker_host), max(2, args.jobs))
-    images = TaskImages(docker, sandbox.build, run.image_cache_dir / "locks")
 
     def progress(outcome) -> None:
         status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
         console.print(f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s")
 
-    outcomes = asyncio.run(build_all(images, tasks, report_path, args.jobs, progress, discard=args.discard))
+    outcomes = build_on_this_engine(sandbox, run.image_cache_dir / "locks", tasks, report_path, args.jobs, progress,
+                                    args.discard)
     failed = sum(not o.ok for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} task images built; report: {report_path}")
     if sandbox.build.archive_dir and not args.discard:  # for nodes that load instead of building
         archive = project_path(sandbox.build.archive_dir)
-        saved = publish(docker.client, {o.task_id: o.image for o in outcomes if o.ok}, archive, run.run_id)
+        saved = publish(docker_client(sandbox.docker_host), {o.task_id: o.image for o in outcomes if o.ok}, archive,
+                        run.run_id)
         console.print(f"archived {len(saved)} new images in {archive}")
     return 0
 

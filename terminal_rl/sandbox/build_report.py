@@ -23,6 +23,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from terminal_rl.sandbox.build_failures import classify, is_transient
+from terminal_rl.sandbox.config import SandboxConfig
+from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.tasks.model import Task
 
@@ -69,6 +71,17 @@ async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jo
 
     await asyncio.gather(*(one(task) for task in tasks))
     return outcomes[len(known):]
+
+
+def build_on_this_engine(sandbox: SandboxConfig, lock_dir: Path, tasks: list[Task], report_path: Path,
+                         jobs: int, progress=None, discard: bool = False) -> list[BuildOutcome]:
+    """``build_all`` through this node's engine (``sandbox.docker_host``), its client closed after."""
+    docker = AsyncDocker(docker_client(sandbox.docker_host), max(sandbox.docker_threads, jobs))
+    try:
+        return asyncio.run(build_all(TaskImages(docker, sandbox.build, lock_dir), tasks, report_path, jobs, progress,
+                                     discard))
+    finally:
+        docker.close()
 
 
 def failure_line(outcome: BuildOutcome) -> str:

@@ -76,6 +76,14 @@ def validation_source(config: TaskSetConfig) -> TaskSetConfig | None:
     return replace(config, **changed, validation={})
 
 
+def load_valid_tasks(config: TaskSetConfig) -> list:
+    """The configured source's tasks that pass validation (``tasks/validation.py``)."""
+    from terminal_rl.tasks.validation import validate_tasks
+
+    loaded = load_task_set(config)
+    return validate_tasks(loaded.tasks, loaded.problems).valid
+
+
 def load_task_set(config: TaskSetConfig) -> LoadResult:
     """Load the configured source, keeping only the configured difficulties and task ids."""
     if config.format == SourceFormat.PROCEDURAL:

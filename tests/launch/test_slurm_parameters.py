@@ -85,7 +85,7 @@ def test_requeues_stop_at_max_restarts_and_wait_for_the_trainers_save(tmp_path, 
 
 def test_a_requeued_attempts_workers_never_see_an_earlier_attempts_done_marker(tmp_path, monkeypatch):
     """A requeue keeps the job id: attempt 0's "trainer done" file must not stop attempt 1's workers."""
-    from terminal_rl.launch.slurm import done_marker
+    from terminal_rl.launch.markers import done_marker
     from terminal_rl.run_context import RunContext
 
     run = RunContext.from_config(compose("train", ["run.id=r1", f"run.output_root={tmp_path}"]).run)
@@ -151,7 +151,8 @@ def test_a_worker_has_joined_once_the_head_lists_it_alive_in_ray(tmp_path, monke
     from types import SimpleNamespace
 
     from terminal_rl.launch.markers import attempt_marker, write_json
-    from terminal_rl.launch.slurm import RAY_NODES, joined, node_port_base
+    from terminal_rl.launch.markers import RAY_NODES
+    from terminal_rl.launch.slurm import joined, node_port_base
     from terminal_rl.run_context import RunContext
 
     monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
