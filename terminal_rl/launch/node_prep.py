@@ -51,7 +51,7 @@ def _node_images(cfg: DictConfig) -> list[str]:
     except (BaseImageError, ToolchainError) as error:
         return [f"could not provide this node's base images and verifier toolchain: {error}"]
     print(f"node images on {socket.gethostname()}: {len(provided.provided)} base images provided now, verifier "
-          f"toolchain {provided.toolchain.image}", flush=True)
+          f"toolchain {provided.toolchain.directory.name}", flush=True)
     return []
 
 

@@ -79,7 +79,7 @@ def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
                   + (f" ({', '.join(provided.provided)})" if provided.provided else ""))
     for fix in provided.unmatched.values():
         console.print(f"[yellow]missing:[/yellow] {fix}")
-    console.print(f"verifier toolchain: {provided.toolchain.directory} (image {provided.toolchain.image})")
+    console.print(f"verifier toolchain: {provided.toolchain.directory}")
     return 0
 
 

@@ -70,6 +70,8 @@ class Sandbox:
         self.docker = docker
         self.container_id = container_id
         self.workdir = attrs["Config"].get("WorkingDir") or "/"
+        # The image as built (the verifier container starts from it: the tests' pristine runtime).
+        self.image_id: str = attrs["Image"]
         # The image's environment (the verifier hands its harmless part to the tests).
         self.image_env: list[str] = attrs["Config"].get("Env") or []
         self.capabilities: list[str] = list(config.container.cap_add)
@@ -99,8 +101,8 @@ class Sandbox:
         """Run a verification job in a trusted verifier container beside this sandbox
         (``verifier_container.py``)."""
         factory = self._factory
-        return await self.docker.call(run_verifier_container, self.docker.api, factory.toolchain.image,
-                                      self.container_id, job, limits, factory.owner.labels(factory.run_id, "verifier"),
+        return await self.docker.call(run_verifier_container, self.docker.api, self.image_id,
+                                      factory.toolchain.directory, self.container_id, job, limits, factory.owner.labels(factory.run_id, "verifier"),
                                       factory.ulimits)
 
 

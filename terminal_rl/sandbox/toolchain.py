@@ -4,19 +4,17 @@ libraries, see ``toolchain_build.py``), plus our verifier runner, the sandbox le
 ``sitecustomize`` its Python starts with.
 
 It is built once per node, from the offline base image, into ``<run.node_local_root>/toolchain/<hash>``
-(shared by every run), mounted read-only at ``/terminal_rl`` in every sandbox, and imported as the
-verifier image (the same files, nothing else), in whichever engine the sandboxes use. A changed
-recipe (packages, build script, our files, base image) is a new hash.
+(shared by every run) and mounted read-only at ``/terminal_rl`` in every sandbox and in every
+verifier container (which starts from the task's own image). A changed recipe (packages, build
+script, our files, base image) is a new hash.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import io
 import json
 import shutil
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,10 +28,11 @@ PACKAGES = ("python3-pytest", "python3-requests", "bash", "coreutils", "grep", "
             "procps", "curl")
 # Our files in the toolchain: package module -> path under PREFIX.
 OUR_FILES = {"verifier_runner.py": "lib/verifier_runner.py", "lease_watch.py": "lib/lease_watch.py",
-             "toolchain_site.py": "usr/lib/python3.11/sitecustomize.py"}
+             "toolchain_site.py": "lib/site/sitecustomize.py"}
+# Empty directories the verifier runner mounts on (verifier_runner.py).
+MOUNTPOINTS = ("work", "image", "shims")
 PYTHON = f"{PREFIX}/usr/bin/python3.11"
 BIN_DIRS = (f"{PREFIX}/usr/bin", f"{PREFIX}/usr/sbin")
-IMAGE = "terminal-rl/verifier"
 _READY = ".ready"
 
 
@@ -43,9 +42,8 @@ class ToolchainError(RuntimeError):
 
 @dataclass(frozen=True)
 class Toolchain:
-    # Host directory mounted read-only at PREFIX in sandboxes, and the verifier image's tag.
+    # Host directory mounted read-only at PREFIX in sandboxes and verifier containers.
     directory: Path
-    image: str
 
 
 def recipe_hash(base_image_id: str) -> str:
@@ -58,23 +56,19 @@ def recipe_hash(base_image_id: str) -> str:
 
 def ensure_toolchain(client: docker.DockerClient, base_image: str, root: Path, ulimits: list) -> Toolchain:
     """The node's toolchain for ``base_image`` under ``root`` (built when missing, under a file lock so
-    concurrent processes build it once), and its verifier image in this engine."""
+    concurrent processes build it once)."""
     try:
         digest = recipe_hash(client.images.get(base_image).id)
     except ImageNotFound as error:
         raise ToolchainError(f"the toolchain builds from {base_image}, which is not here: run "
                              "`python -m terminal_rl.sandbox images bootstrap` first") from error
-    directory, image = root / digest, f"{IMAGE}:{digest}"
+    directory = root / digest
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{digest}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (directory / _READY).is_file():
             _build(client, base_image, directory, ulimits)
-        try:
-            client.images.get(image)
-        except ImageNotFound:
-            _import(client, directory, image)
-    return Toolchain(directory, image)
+    return Toolchain(directory)
 
 
 def _build(client: docker.DockerClient, base_image: str, directory: Path, ulimits: list) -> None:
@@ -98,16 +92,7 @@ def _build(client: docker.DockerClient, base_image: str, directory: Path, ulimit
         destination = directory / target
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(here / module, destination)
+    for name in MOUNTPOINTS:
+        (directory / name).mkdir()
     (directory / _READY).write_text(base_image)
 
-
-def _import(client: docker.DockerClient, directory: Path, image: str) -> None:
-    """The toolchain as an image of its own: the files at PREFIX, nothing else."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        archive.add(directory, arcname=PREFIX.lstrip("/"), filter=lambda info: None if info.name.endswith(_READY) else info)
-    buffer.seek(0)
-    response = client.api.import_image(src=buffer, changes=[f'CMD ["{PYTHON}"]'])
-    # podman ignores an import's tag, so tag afterwards (as base_images.py does).
-    imported = client.images.get(json.loads(response.strip().splitlines()[-1])["status"])
-    imported.tag(*image.rsplit(":", 1))

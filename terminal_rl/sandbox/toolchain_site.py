@@ -1,41 +1,42 @@
-"""The toolchain Python's start-up (installed as its ``sitecustomize``).
+"""Start-up of every Python the tests run (the pristine image's or the toolchain's): installed as
+``/terminal_rl/lib/site/sitecustomize.py``, found through ``PYTHONPATH``.
 
-A module the toolchain has (the standard library, pytest, requests and their dependencies) is always
-imported from the toolchain: a finder placed first on ``sys.meta_path`` resolves those names only in
-the toolchain's own paths, so a planted ``pytest.py`` or ``json.py`` in the working directory or a
-script's folder (which Python puts first on ``sys.path``) shadows nothing. What the tests import
-beyond that comes from the image they test: its site-packages are appended after the toolchain's,
-and only plain path lines of their ``.pth`` files count (never their ``import`` lines); the working
-directory comes last. When ``TERMINAL_RL_JUNIT_DIR`` is set, every pytest this interpreter runs
-writes its own JUnit report there, named after its process id, and the interpreter lists the files
-it opened for reading there at exit (``reads-<pid>.txt``, from Python's ``open`` audit events: the
-tests' reads and those of the Python programs they start; a program in another language is not seen).
+A module the trusted paths have (those under ``/terminal_rl``: the pristine image's standard library
+and packages at ``/terminal_rl/image``, or the toolchain's) is always imported from there: a finder
+placed first on ``sys.meta_path`` resolves top-level names in those paths first, so a planted
+``pytest.py`` or ``json.py`` in the working directory or a script's folder (which Python puts first
+on ``sys.path``) shadows nothing. After them come the toolchain's packages (pytest and requests for
+an image without them), then the agent's site-packages for this Python version (packages the agent
+installed, which its tests may import), of which only plain path lines of ``.pth`` files count (never
+their ``import`` lines); the working directory comes last. When ``TERMINAL_RL_JUNIT_DIR`` is set,
+every pytest this interpreter runs writes its own JUnit report there, named after its process id,
+and the interpreter lists the files it opened for reading there at exit (``reads-<pid>.txt``, from
+Python's ``open`` audit events: the tests' reads and those of the Python programs they start; a
+program in another language is not seen).
 """
 
-import glob
 import importlib.machinery
 import os
 import sys
 
-_TOOLCHAIN_PATHS = [p for p in sys.path if p.startswith("/terminal_rl/")]
+_TOOLCHAIN_PACKAGES = "/terminal_rl/usr/lib/python3/dist-packages"
 
 
-class _ToolchainFirst:
-    """Top-level modules the toolchain provides come from the toolchain, whatever sys.path says."""
+class _TrustedFirst:
+    """Top-level modules the trusted paths provide come from them, whatever sys.path says."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
         if path is not None or name in sys.builtin_module_names:
             return None
-        return importlib.machinery.PathFinder.find_spec(name, _TOOLCHAIN_PATHS)
+        return importlib.machinery.PathFinder.find_spec(name, _TRUSTED_PATHS)
 
 
-def _image_site_dirs() -> list[str]:
+def _agent_site_dirs() -> list:
     version = "python%d.%d" % sys.version_info[:2]
-    exact = [f"/usr/local/lib/{version}/site-packages", f"/usr/local/lib/{version}/dist-packages",
-             f"/usr/lib/{version}/site-packages", "/usr/lib/python3/dist-packages", f"/root/.local/lib/{version}/site-packages"]
-    others = sorted(glob.glob("/usr/local/lib/python3*/site-packages") + glob.glob("/usr/local/lib/python3*/dist-packages"))
-    return [d for d in dict.fromkeys(exact + others) if os.path.isdir(d) and not d.startswith("/terminal_rl")]
+    candidates = [f"/usr/local/lib/{version}/site-packages", f"/usr/local/lib/{version}/dist-packages",
+                  f"/usr/lib/{version}/site-packages", "/usr/lib/python3/dist-packages", f"/root/.local/lib/{version}/site-packages"]
+    return [d for d in candidates if os.path.isdir(d)]
 
 
 def _append(directory: str) -> None:
@@ -57,8 +58,11 @@ def _append(directory: str) -> None:
                     sys.path.append(path)
 
 
-sys.meta_path.insert(0, _ToolchainFirst())
-for _directory in _image_site_dirs():
+if sys.prefix != "/terminal_rl/usr" and os.path.isdir(_TOOLCHAIN_PACKAGES) and _TOOLCHAIN_PACKAGES not in sys.path:
+    sys.path.append(_TOOLCHAIN_PACKAGES)
+_TRUSTED_PATHS = [p for p in sys.path if p.startswith("/terminal_rl/")]
+sys.meta_path.insert(0, _TrustedFirst())
+for _directory in _agent_site_dirs():
     _append(_directory)
 try:
     sys.path.append(os.getcwd())
@@ -97,8 +101,9 @@ def _record_reads(directory: str) -> None:
 
     import atexit
 
-    sys.addaudithook(audit)
-    atexit.register(write)
+    if hasattr(sys, "addaudithook"):  # Python >= 3.8
+        sys.addaudithook(audit)
+        atexit.register(write)
 
 
 if _junit:

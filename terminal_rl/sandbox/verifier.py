@@ -5,43 +5,59 @@ no ``SYS_PTRACE``), shares the PID namespace the verifier runs in, may leave pro
 may rewrite any file of the image, including interpreters, pytest, shells and whatever it can reach
 in ``/proc``.
 
-What runs the tests. A verifier container started from the trusted toolchain image
-(``toolchain.py``: Python with pytest, bash, coreutils and friends, self-contained, mounted read-only
-at ``/terminal_rl`` in every sandbox) joins the sandbox's PID and network namespaces, so services
-the agent started keep running and stay reachable and its processes are visible. Its runner
-(``verifier_runner.py``) makes itself non-dumpable and fails the verification if any other process
-got hold of its stdio, memory or root first; it then takes the job, enters the sandbox's mount
-namespace in a private copy, mounts fresh tmpfs on ``/tests`` and ``/logs/verifier`` (no agent
-process can see, prepare or rewrite them), writes the tests there, and runs:
+What runs the tests. A verifier container started from the task's own image (its root is the image
+as built: no agent ever ran in it), with the trusted toolchain (``toolchain.py``: Python 3.11 with
+pytest, bash, coreutils and friends, self-contained) mounted read-only at ``/terminal_rl``, joins the
+sandbox's PID and network namespaces, so services the agent started keep running and stay reachable
+and its processes are visible. Its runner (``verifier_runner.py``, on the toolchain's Python) makes
+itself non-dumpable and fails the verification if any other process got hold of its stdio, memory
+or root first; it then takes the job and builds the tests' root in a private copy of the sandbox's
+mount namespace (no agent process can see, prepare or rewrite any of it):
 
-* Terminal-Bench-RL / Terminal-Bench 1 tasks: the toolchain's pytest over the tests (weighted);
-* Harbor tasks: ``tests/test.sh`` unchanged, by the toolchain's bash,
+* the agent's files where the agent left them (what the tests inspect), each top-level entry bound
+  into a root of ours, so the agent cannot unmount anything by removing or renaming its directories;
+* fresh tmpfs on ``/tests`` (the task's tests are written there) and ``/logs/verifier``;
+* the pristine image at ``/terminal_rl/image`` (an overlay whose writable layer is private and
+  discarded, so a test.sh may install into it) and its runtime in front of the agent's: on ``PATH``
+  first a shim of every program of the image's ``PATH`` directories (the pristine file, or a script
+  copy whose ``#!`` names the pristine interpreter), then the toolchain (for commands the image
+  lacks), the agent's directories last; the image's library directories on ``LD_LIBRARY_PATH``; its
+  dynamic loader at the path its programs name, patched not to read ``/etc/ld.so.preload`` or
+  ``/etc/ld.so.cache``; its ``/bin/sh`` and ``/bin/bash`` at those paths;
+
+and runs, as it would run on the image the task author built:
+
+* Terminal-Bench-RL / Terminal-Bench 1 tasks: ``python3 -m pytest`` over the tests (weighted): the
+  image's Python with its own standard library and packages (compiled ones included), or the
+  toolchain's for an image without Python;
+* Harbor tasks: ``tests/test.sh`` unchanged, by ``bash --noprofile --norc``, its commands found the
+  same way,
 
 as a uid that is not the agent's, with the sandbox's capabilities (tests read what root can) plus one
 the agent lacks (so no agent process can reach a verifier process's ``/proc/<pid>/root``, fds or
-memory), no new privileges, a clean environment:
-the toolchain first on ``PATH`` (any ``python3``/``pytest``/``bash``/``timeout`` a test.sh starts is
-ours), ``PYTEST_ADDOPTS`` pinning the root dir and the conftest cut-off to ``/tests`` (the task's own
-conftest works; planted ones above it do not), plugin autoload off, no cache, a private JUnit report
-per pytest run, no user site, and the toolchain's sitecustomize (a module the toolchain has, such
-as pytest or ``json``, always comes from it, whatever is planted in the working directory; the
-image's site-packages come after, ignoring ``.pth`` code). The result comes back over the
-verifier's own stdout, tagged with a fresh nonce; the reward comes only from what the tests wrote
-in the private ``/logs/verifier`` (a planted or pre-existing one is ignored).
+memory), no new privileges, a clean environment: ``PYTEST_ADDOPTS`` pinning the root dir and the
+conftest cut-off to ``/tests`` (the task's own conftest works; planted ones above it do not), plugin
+autoload off, no cache, a private JUnit report per pytest run, no user site, and our
+sitecustomize (``toolchain_site.py``: a module of the pristine image or the toolchain, such as numpy,
+pytest or ``json``, always comes from there, whatever is planted in the working directory; packages
+the agent installed come after them, ignoring ``.pth`` code). The result comes back over the
+verifier's own stdout, tagged with a fresh nonce; the reward comes only from what the tests wrote in
+the private ``/logs/verifier`` (a planted or pre-existing one is ignored).
 
-Still not protected: a kernel exploit (containers share the host kernel). Code the tests themselves
-execute (the agent's programs, which tests run on purpose) runs with the tests' rights and could
+Trusted: the kernel, the engine, the toolchain, the image as built. Still not protected: a kernel
+exploit (containers share the host kernel). Code the tests execute on purpose from the agent's files
+(its programs, scripts, a module only the agent installed) runs with the tests' rights and could
 write a report or reward file itself; for weighted tasks only the report of the pytest the verifier
 started counts and the tests' leftover processes are killed before results are read, but a Harbor
-test.sh's reward file is whatever its commands wrote. Third-party modules the tests import that only
-the image provides (an agent that rewrites the image's ``numpy`` can fool a test that trusts it;
-pytest and requests come from the toolchain). A test.sh that activates a virtual environment of the
-image or installs its own pytest runs that one. An agent that changes its files while the tests run
-(the tests test the state they see). An agent that stops or kills the verifier scores 0, the same as
-failing. Tests run on the toolchain's Python 3.11: an image whose tests need compiled modules built
-for another Python fails verification. The verifier container itself holds ``SYS_ADMIN`` and runs
-without AppArmor confinement (to enter and remount namespaces); only our runner uses those: what the
-tests execute has the sandbox's capabilities.
+test.sh's reward file is whatever its commands wrote. Likewise a program named by an absolute path
+other than the loader, ``/bin/sh`` and ``/bin/bash`` (``/usr/bin/python3`` in a test is the agent's
+file), a program started with an environment that drops ``LD_LIBRARY_PATH`` (it loads the agent's
+libraries), and a library the image's programs name by an absolute run path. A task whose intended
+fix is changing the image's own interpreter or packages is judged with the pristine ones. An agent
+that changes its files while the tests run (the tests test the state they see). An agent that stops
+or kills the verifier scores 0, the same as failing. The verifier container itself holds
+``SYS_ADMIN`` and runs without AppArmor confinement (to enter and remount namespaces); only our
+runner uses those: what the tests execute has the sandbox's capabilities.
 """
 
 from __future__ import annotations
@@ -54,7 +70,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from terminal_rl.sandbox.output import sanitize
 from terminal_rl.sandbox.sandbox import Sandbox
-from terminal_rl.sandbox.toolchain import BIN_DIRS, PREFIX, PYTHON
+from terminal_rl.sandbox.toolchain import BIN_DIRS
 from terminal_rl.tasks.model import Task, VerifierKind
 from terminal_rl.tasks.pytest_source import effective_weights
 from terminal_rl.tasks.weighted_reward import junit_outcomes, weighted_score
@@ -67,6 +83,7 @@ VERIFIER_UID = 10999
 GUARD_CAPABILITY = "WAKE_ALARM"
 JUNIT_DIR = "/logs/verifier/.terminal_rl_junit"
 HARBOR_REWARDS = ("reward.txt", "reward.json")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _INI_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 # Variables of the image's environment that could steer an interpreter, a shell or pytest.
 _UNSAFE_ENV = ("PYTHON", "LD_", "BASH_ENV", "ENV", "PYTEST", "PATH", "PS4", "SHELLOPTS", "BASHOPTS")
@@ -107,19 +124,21 @@ def verification_job(task: Task, image_env: list[str], workdir: str, capabilitie
         name: source for name, source in task.tests.items() if name.endswith(".py")}
     if not any(name in files for name in _INI_FILES):
         files["pytest.ini"] = "[pytest]\naddopts =\njunit_family = xunit1\n"
+    # Command names: the runner finds them on its PATH (the pristine image's programs, else the toolchain's).
     if task.verifier is VerifierKind.HARBOR:
-        command = [f"{PREFIX}/usr/bin/bash", "--noprofile", "--norc", "/tests/test.sh"]
+        command = ["bash", "--noprofile", "--norc", "/tests/test.sh"]
     else:
-        command = [PYTHON, "-m", "pytest", *[f"/tests/{n}" for n in sorted(files) if n.endswith(".py")], "-q", "-rA"]
+        command = ["python3", "-m", "pytest", *[f"/tests/{n}" for n in sorted(files) if n.endswith(".py")], "-q", "-rA"]
     image = dict(entry.split("=", 1) for entry in image_env if "=" in entry)
-    path = image.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    path = image.get("PATH", DEFAULT_PATH).split(":")
     environment = {name: value for name, value in image.items() if not name.startswith(_UNSAFE_ENV)} | {
-        "PATH": ":".join([*BIN_DIRS, path]), "HOME": "/root", "USER": "root", "LOGNAME": "root", "LANG": "C.UTF-8",
+        "HOME": "/root", "USER": "root", "LOGNAME": "root", "LANG": "C.UTF-8",
         "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TERMINAL_RL_JUNIT_DIR": JUNIT_DIR,
         "PYTEST_ADDOPTS": f"--rootdir=/tests --confcutdir=/tests -p no:cacheprovider -o junit_family=xunit1 "
                           f"--junitxml={JUNIT_DIR}/run.xml"}
     return {"files": files, "command": command, "environment": environment, "workdir": workdir,
+            "search_path": {"image": [d for d in path if d.startswith("/")], "toolchain": list(BIN_DIRS)},
             "timeout_sec": float(task.limits.verifier_timeout_sec), "uid": VERIFIER_UID,
             "capabilities": sorted({*capabilities, GUARD_CAPABILITY}), "nonce": secrets.token_hex(16)}
 

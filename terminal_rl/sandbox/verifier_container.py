@@ -2,12 +2,15 @@
 on the Docker thread pool). See ``verifier.py`` for what it guards against and ``verifier_runner.py``
 for what runs inside.
 
-The container is created from the toolchain image with a read-only root, joined to the sandbox's PID
-and network namespaces, with the capabilities the runner needs to enter the sandbox's mount
-namespace (``SYS_ADMIN``, ``SYS_CHROOT``), to look for interference (``SYS_PTRACE``) and to drop to
-the verifier uid (``SETUID``, ``SETGID``, ``SETPCAP``), plus the sandbox's own (handed to the tests),
-and the sandbox's resource limits. AppArmor's default profile forbids mounts, so it runs unconfined;
-seccomp stays on. Over its attach stream: wait for ``READY``, send the job, read ``RESULT <nonce>``.
+The container is created from the sandbox's image (its root is the image as built, read-only: the
+tests' pristine runtime) with the toolchain mounted read-only at ``/terminal_rl`` and the toolchain's
+Python running our runner as root (the image's entrypoint, user and loader variables do not apply),
+joined to the sandbox's PID and network namespaces, with the capabilities the runner needs to enter
+the sandbox's mount namespace and build the tests' root (``SYS_ADMIN``, ``SYS_CHROOT``), to look for
+interference (``SYS_PTRACE``) and to drop to the verifier uid (``SETUID``, ``SETGID``, ``SETPCAP``),
+plus the sandbox's own (handed to the tests), and the sandbox's resource limits. AppArmor's default
+profile forbids mounts, so it runs unconfined; seccomp stays on. Over its attach stream: wait for
+``READY``, send the job, read ``RESULT <nonce>``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from pathlib import Path
 
 from docker.errors import APIError, NotFound
 from docker.types import Ulimit
@@ -25,22 +29,26 @@ from terminal_rl.tasks.model import Limits
 
 RUNNER = f"{PREFIX}/lib/verifier_runner.py"
 RUNNER_CAPABILITIES = ("SYS_ADMIN", "SYS_CHROOT", "SYS_PTRACE", "SETUID", "SETGID", "SETPCAP")
+# The image's loader variables, emptied for our runner (the loader ignores empty ones).
+CLEARED = {"LD_PRELOAD": "", "LD_LIBRARY_PATH": "", "LD_AUDIT": ""}
 # Start-up and the handshake, beyond the tests' own time limit.
 SLACK_SEC = 60.0
 
 
-def run_verifier_container(api, image: str, sandbox_id: str, job: dict, limits: Limits, labels: dict[str, str],
-                           ulimits: list[Ulimit]) -> tuple[dict | None, str]:
+def run_verifier_container(api, image: str, toolchain: Path, sandbox_id: str, job: dict, limits: Limits,
+                           labels: dict[str, str], ulimits: list[Ulimit]) -> tuple[dict | None, str]:
     """(the runner's result, "") or (None, why there is none: "infrastructure: ..." when it is not
     the agent's doing)."""
     host_config = api.create_host_config(
         pid_mode=f"container:{sandbox_id}", network_mode=f"container:{sandbox_id}", cap_drop=["ALL"],
         cap_add=sorted(set(RUNNER_CAPABILITIES) | set(job["capabilities"])), security_opt=["apparmor=unconfined"],
-        read_only=True, mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
+        binds={str(toolchain): {"bind": PREFIX, "mode": "ro"}}, read_only=True,
+        mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
         nano_cpus=int(limits.cpus * 1e9), pids_limit=limits.pids, ulimits=ulimits)
     try:
-        container = api.create_container(image, [PYTHON, "-I", "-S", RUNNER], stdin_open=True,
-                                         labels=labels, host_config=host_config)["Id"]
+        container = api.create_container(image, entrypoint=[PYTHON, "-I", "-S", RUNNER], user="0:0", working_dir="/",
+                                         environment=CLEARED, healthcheck={"test": ["NONE"]}, stdin_open=True, labels=labels,
+                                         host_config=host_config)["Id"]
     except APIError as error:
         return None, f"infrastructure: could not create the verifier container: {error.explanation}"
     try:

@@ -1,47 +1,78 @@
-"""The verifier's trusted side: runs in a short-lived verifier container started from the trusted
-toolchain image, in the sandbox's PID and network namespaces (``terminal_rl/sandbox/verifier.py``).
-Standard library only; run as ``python3 -I -S verifier_runner.py``.
+"""The verifier's trusted side: runs in a short-lived verifier container started from the task's own
+image (pristine: the image as built, read-only, no agent has run in it) with the trusted toolchain
+mounted at ``/terminal_rl``, in the sandbox's PID and network namespaces (``verifier.py``).
+Standard library only; run as ``/terminal_rl/usr/bin/python3.11 -I -S verifier_runner.py``.
 
 1. Make itself non-dumpable (no other process may read its memory, files or ``/proc`` entries), then
    check that no other process got hold of its stdio, memory or root before that (a process that
    did is interference: the verification fails and scores 0). Only then it says ``READY`` and reads
    the job (JSON, one line) from stdin.
-2. In a child (non-dumpable from birth): enter the sandbox's mount namespace, unshare a private copy
-   of it, mount fresh tmpfs on ``/tests`` and ``/logs/verifier`` (agent processes cannot see them) and
-   write the task's tests there; check that ``/terminal_rl`` is the read-only toolchain mount.
-3. Run the job's command as uid ``VERIFIER_UID`` (not the agent's root: the agent cannot reach the
-   verifier's ``/proc/<pid>/root``), with the sandbox's capabilities as ambient capabilities (so
-   tests read what root can), no new privileges, a clean environment whose ``PATH`` starts with the
-   toolchain, and a process-group timeout.
+2. In a child (non-dumpable from birth): take a handle on the pristine image (its own root), enter
+   the sandbox's mount namespace in a private copy and build the tests' root there (``compose``): the
+   agent's files where the agent left them, fresh tmpfs on ``/tests`` and ``/logs/verifier``, the
+   pristine image at ``/terminal_rl/image`` (with a private writable layer a test may install into,
+   discarded afterwards), and its runtime in front: command shims first on ``PATH``, its libraries on
+   ``LD_LIBRARY_PATH``, its dynamic loader at the path its programs name (patched not to read the
+   agent's ``/etc/ld.so.preload`` or ``/etc/ld.so.cache``), its ``/bin/sh`` and ``/bin/bash``.
+3. Run the job's command there (chroot) as uid ``VERIFIER_UID`` (not the agent's root: the agent
+   cannot reach the verifier's ``/proc/<pid>/root``), with the sandbox's capabilities as ambient
+   capabilities (so tests read what root can), no new privileges, a clean environment and a
+   process-group timeout.
 4. Print one line ``RESULT <nonce> <json>``: the files the command left in ``/logs/verifier``
    (reward files, JUnit reports) and the tail of its output.
 """
 
 import ctypes
+import fnmatch
 import json
 import os
 import select
 import signal
 import stat
+import struct
 import sys
 import time
 
 CLONE_NEWNS = 0x00020000
-MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x4000, 1 << 18, 2, 4
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 0x4000, 1 << 18
+# open_tree(2) and move_mount(2): one number on every architecture (new system calls are unified).
+SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429
+OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC, MOVE_MOUNT_F_EMPTY_PATH, AT_FDCWD = 1, 0o2000000, 4, -100
 PR_SET_DUMPABLE, PR_SET_KEEPCAPS, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 4, 8, 38, 47, 2
 CAPABILITIES = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "FSETID": 4, "KILL": 5,
                 "SETGID": 6, "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_RAW": 13, "SYS_CHROOT": 18,
                 "MKNOD": 27, "AUDIT_WRITE": 29, "SETFCAP": 31, "WAKE_ALARM": 35}
 TOOLCHAIN = "/terminal_rl"
+# Empty directories of the toolchain (toolchain.MOUNTPOINTS) our mounts go on.
+WORK, IMAGE, SHIMS = f"{TOOLCHAIN}/work", f"{TOOLCHAIN}/image", f"{TOOLCHAIN}/shims"
 PRIVATE_DIRS = ("/tests", "/logs/verifier")
+# Paths programs and libraries name literally (system(3), #! lines): the pristine image's, in the tests' root.
+PINNED = ("/bin/sh", "/bin/bash")
+# The loader's configuration files the agent could plant, and same-length paths that do not exist.
+LOADER_FILES = {b"/etc/ld.so.preload": b"/terminal_rl/nopre", b"/etc/ld.so.cache": b"/terminal_rl/noc",
+                b"/etc/ld-musl-": b"/terminal_rl/"}
+PT_INTERP = 3
+SHELLS = ("/bin/sh", "/usr/bin/env", "/bin/bash", "/usr/bin/python3")
+SCRIPT_BYTES = 1 << 20
+MAX_ENTRIES = 20000
 LOG_BYTES = 16384
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def check(result: int, what: str) -> None:
-    if result != 0:
+def check(result: int, what: str) -> int:
+    if result < 0:
         error = ctypes.get_errno()
         raise OSError(error, f"{what}: {os.strerror(error)}")
+    return result
+
+
+def mount(source: str | None, target: str, fstype: str | None = None, flags: int = 0, data: str | None = None) -> None:
+    encode = lambda text: None if text is None else text.encode()  # noqa: E731
+    check(libc.mount(encode(source), target.encode(), encode(fstype), flags, encode(data)), f"mount {target}")
+
+
+def read_only(target: str) -> None:
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def interference() -> list[str]:
@@ -65,34 +96,232 @@ def interference() -> list[str]:
     return found
 
 
-def enter_private_namespace() -> None:
+def inside(root: str, path: str) -> str | None:
+    """``path`` resolved within ``root`` (symlinks followed, absolute ones from ``root``, never out of
+    it), as a path from ``root``; None if it does not exist or loops."""
+    parts, resolved, hops = [p for p in path.split("/") if p], "", 40
+    while parts:
+        part = parts.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            resolved = resolved.rsplit("/", 1)[0]
+            continue
+        try:
+            info = os.lstat(root + resolved + "/" + part)
+        except OSError:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            hops -= 1
+            link = os.readlink(root + resolved + "/" + part)
+            if hops < 0:
+                return None
+            parts = [p for p in link.split("/") if p] + parts
+            resolved = "" if link.startswith("/") else resolved
+            continue
+        resolved += "/" + part
+    return resolved or "/"
+
+
+def loader_of(root: str) -> str | None:
+    """The dynamic loader (ELF ``PT_INTERP``) the image's programs name, read from its shell; None
+    for an image without one (static programs, or no shell)."""
+    for program in SHELLS:
+        real = inside(root, program)
+        if real is None:
+            continue
+        with open(root + real, "rb") as handle:
+            header = handle.read(64)
+            if header[:6] != b"\x7fELF\x02\x01":  # 64-bit little-endian
+                continue
+            (table,), (size, count) = struct.unpack_from("<Q", header, 32), struct.unpack_from("<HH", header, 54)
+            for index in range(count):
+                handle.seek(table + index * size)
+                entry = handle.read(size)
+                if struct.unpack_from("<I", entry)[0] == PT_INTERP:
+                    (start,), (length,) = struct.unpack_from("<Q", entry, 8), struct.unpack_from("<Q", entry, 32)
+                    handle.seek(start)
+                    return handle.read(length).rstrip(b"\0").decode()
+    return None
+
+
+def enter_sandbox_namespace() -> None:
+    """A private copy of the sandbox's mount namespace, ours to mount in."""
     with open("/proc/1/ns/mnt") as namespace:
         check(libc.setns(namespace.fileno(), CLONE_NEWNS), "setns into the sandbox's mount namespace")
     check(libc.unshare(CLONE_NEWNS), "unshare a private mount namespace")
-    check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make the mounts private")
+    mount("none", "/", None, MS_REC | MS_PRIVATE)
     os.chdir("/")
-    mounts = [line.split() for line in open("/proc/self/mountinfo")]
-    toolchain = [m for m in mounts if m[4] == TOOLCHAIN]
+    toolchain = [m for m in (line.split() for line in open("/proc/self/mountinfo")) if m[4] == TOOLCHAIN]
     if not toolchain or "ro" not in toolchain[-1][5].split(","):
         raise RuntimeError(f"{TOOLCHAIN} is not the read-only toolchain mount in this sandbox")
+
+
+def pristine_image(handle: int) -> str:
+    """The image (``handle``: its root, taken before entering the sandbox) under WORK, read-only,
+    and an overlay of it with a private writable layer; returns the overlay's path."""
+    mount("tmpfs", WORK, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for name in ("lower", "upper", "scratch", "image", "root"):
+        os.mkdir(f"{WORK}/{name}", 0o755)
+    check(libc.syscall(SYS_MOVE_MOUNT, handle, b"", AT_FDCWD, f"{WORK}/lower".encode(), MOVE_MOUNT_F_EMPTY_PATH),
+          "move the image's root")
+    read_only(f"{WORK}/lower")
+    os.chmod(f"{WORK}/upper", 0o777)
+    mount("overlay", f"{WORK}/image", "overlay", MS_NOSUID | MS_NODEV,
+          f"lowerdir={WORK}/lower,upperdir={WORK}/upper,workdir={WORK}/scratch")
+    return f"{WORK}/image"
+
+
+def compose(image: str, loader: str | None) -> str:
+    """The tests' root: the agent's files (each top-level entry bound, everything mounted below it
+    included) in a tmpfs of ours, except the toolchain (read-only), the private directories (fresh
+    tmpfs), the pristine image at IMAGE, and its loader (patched) and PINNED programs at their paths."""
+    root = f"{WORK}/root"
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    ours = {TOOLCHAIN, *PRIVATE_DIRS, *PINNED, *([loader] if loader else [])}
+    mirror("/", root, ours)
+    os.makedirs(root + TOOLCHAIN, exist_ok=True)
+    mount(TOOLCHAIN, root + TOOLCHAIN, None, MS_BIND)
+    read_only(root + TOOLCHAIN)
+    mount(image, root + IMAGE, None, MS_BIND)
     for path in PRIVATE_DIRS:
-        fresh_directory(path)
-        check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755"), f"mount {path}")
+        os.makedirs(root + path, exist_ok=True)
+        mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for path in PINNED:
+        real = inside(image, path)
+        if real is not None:
+            os.makedirs(os.path.dirname(root + path), exist_ok=True)
+            os.symlink(IMAGE + real, root + path)
+    if loader and (real := inside(image, loader)):
+        with open(image + real, "rb") as handle:
+            code = handle.read()
+        for original, replacement in LOADER_FILES.items():
+            code = code.replace(original, replacement)
+        os.makedirs(os.path.dirname(root + loader), exist_ok=True)
+        with open(root + loader, "wb") as out:
+            out.write(code)
+        os.chmod(root + loader, 0o755)
+    return root
 
 
-def fresh_directory(path: str) -> None:
-    """A real directory at ``path``: a planted symlink or file there (or on its way) is replaced."""
-    current = ""
-    for part in path.strip("/").split("/"):
-        current += "/" + part
-        try:
-            info = os.lstat(current)
-        except FileNotFoundError:
-            os.mkdir(current, 0o755)
+def mirror(source: str, target: str, ours: set[str]) -> None:
+    """``target`` (our directory) shows the entries of the agent's ``source``: symlinks recreated,
+    the rest bound, except the paths in ``ours``; directories on the way to one of those become
+    directories of ours, mirrored one level further (so no agent process can unmount them by
+    removing or renaming its own directories). Entries that vanish meanwhile are left out."""
+    try:
+        names = sorted(os.listdir(source))[:MAX_ENTRIES]
+    except OSError:
+        return
+    real = os.path.realpath(source)
+    for name in names:
+        path = os.path.join(source, name)
+        if path in ours:
             continue
-        if not stat.S_ISDIR(info.st_mode):
-            os.unlink(current)
-            os.mkdir(current, 0o755)
+        try:
+            if any(p.startswith(path + "/") for p in ours):
+                os.mkdir(target + "/" + name, 0o755)
+                mirror(path, target + "/" + name, ours)
+                continue
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(path), target + "/" + name)
+            elif real != source and not any(real == p or real.startswith(p + "/") for p in ours):
+                # A directory reached through the agent's symlink (e.g. /bin -> usr/bin): its entries
+                # are the ones at the symlink's target, which the tests' root shows as they are.
+                os.symlink(os.path.join(real, name), target + "/" + name)
+            elif stat.S_ISDIR(info.st_mode):
+                os.mkdir(target + "/" + name, 0o755)
+                mount(path, target + "/" + name, None, MS_BIND | MS_REC)
+            else:
+                open(target + "/" + name, "x").close()
+                mount(path, target + "/" + name, None, MS_BIND)
+        except OSError:
+            continue
+
+
+def shims(search_path: list[str]) -> list[str]:
+    """One directory of shims per directory of the image's ``PATH`` (in the tests' root, after
+    chroot): each program of the pristine image under its name. Compiled programs link to the
+    pristine file; scripts are copies whose ``#!`` interpreter is the pristine one (through the shims
+    when it is on ``PATH``); a virtual environment's ``bin`` keeps its ``pyvenv.cfg`` (its ``home``
+    pointed at the pristine base) and its libraries. Returns the shim directories in ``PATH`` order."""
+    mount("tmpfs", SHIMS, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    directories: dict[str, str] = {}
+    for path in search_path:
+        real = inside(IMAGE, path)
+        if real and real not in directories and os.path.isdir(IMAGE + real):
+            directories[real] = f"{SHIMS}/{len(directories)}/bin"
+            os.makedirs(directories[real])
+            virtual_environment(os.path.dirname(real), os.path.dirname(directories[real]))
+    for real, shim in directories.items():
+        for name in sorted(os.listdir(IMAGE + real))[:MAX_ENTRIES]:
+            program = inside(IMAGE, f"{real}/{name}")
+            if program is not None and os.path.isfile(IMAGE + program):
+                shim_program(IMAGE + program, f"{shim}/{name}", directories)
+    read_only(SHIMS)
+    return list(directories.values())
+
+
+def virtual_environment(prefix: str, shim_root: str) -> None:
+    config = IMAGE + prefix + "/pyvenv.cfg"
+    if not os.path.isfile(config):
+        return
+    lines = []
+    for line in open(config, encoding="utf-8", errors="replace").read().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and (home := inside(IMAGE, value.strip())):
+            line = f"home = {IMAGE}{home}"
+        lines.append(line)
+    with open(shim_root + "/pyvenv.cfg", "w") as out:
+        out.write("\n".join(lines) + "\n")
+    for name in os.listdir(IMAGE + prefix):
+        if name not in ("bin", "pyvenv.cfg") and (real := inside(IMAGE, f"{prefix}/{name}")):
+            os.symlink(IMAGE + real, f"{shim_root}/{name}")
+
+
+def shim_program(program: str, shim: str, directories: dict[str, str]) -> None:
+    with open(program, "rb") as handle:
+        head = handle.read(SCRIPT_BYTES + 1)
+    if not head.startswith(b"#!") or len(head) > SCRIPT_BYTES:
+        os.symlink(program, shim)
+        return
+    line, _, rest = head.partition(b"\n")
+    interpreter, _, arguments = line[2:].strip().partition(b" ")
+    named = interpreter.decode("utf-8", "replace")
+    if named.startswith("/"):
+        folder = inside(IMAGE, os.path.dirname(named))
+        real = inside(IMAGE, named)
+        if folder in directories:
+            named = f"{directories[folder]}/{os.path.basename(named)}"
+        elif real:
+            named = IMAGE + real
+    with open(shim, "wb") as out:
+        out.write(b"#!" + b" ".join(filter(None, [named.encode(), arguments])) + b"\n" + rest)
+    os.chmod(shim, 0o755)
+
+
+def library_path(machine: str) -> list[str]:
+    """The pristine image's library directories (``/etc/ld.so.conf`` and its includes, then the
+    loader's defaults), in the tests' root."""
+    found, pending = [], ["/etc/ld.so.conf"]
+    while pending:
+        real = inside(IMAGE, pending.pop(0))
+        if real is None or not os.path.isfile(IMAGE + real):
+            continue
+        for line in open(IMAGE + real, encoding="utf-8", errors="replace").read().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("include "):
+                pattern = os.path.join("/etc", line.split(None, 1)[1])
+                folder = inside(IMAGE, os.path.dirname(pattern))
+                if folder and os.path.isdir(IMAGE + folder):
+                    pending += sorted(f"{folder}/{n}" for n in os.listdir(IMAGE + folder)
+                                      if fnmatch.fnmatch(n, os.path.basename(pattern)))
+            elif line.startswith("/"):
+                found.append(line)
+    found += [f"/lib/{machine}-linux-gnu", f"/usr/lib/{machine}-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+    real_dirs = (inside(IMAGE, d) for d in found)
+    return list(dict.fromkeys(IMAGE + d for d in real_dirs if d and os.path.isdir(IMAGE + d)))
 
 
 def write_files(root: str, files: dict[str, str]) -> None:
@@ -125,11 +354,30 @@ def become_verifier(uid: int, capabilities: list[str]) -> None:
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
 
 
-def run(job: dict) -> dict:
-    """Step 2-4 in this (child) process; returns what the verification left behind."""
-    enter_private_namespace()
+def prepare(job: dict) -> dict[str, str]:
+    """Step 2: the tests' root (this process ends up chrooted in it, tests written); returns the
+    command's environment."""
+    handle = check(libc.syscall(SYS_OPEN_TREE, AT_FDCWD, b"/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
+                   "take the image's root")
+    loader = loader_of("/")
+    enter_sandbox_namespace()
+    root = compose(pristine_image(handle), loader)
+    os.chdir(root)
+    os.chroot(".")
+    os.chdir("/")
+    read_only("/")
     write_files("/tests", job["files"])
     os.chmod("/logs/verifier", 0o777)
+    image_path = job["search_path"]["image"]
+    pristine = [IMAGE + real for real in (inside(IMAGE, d) for d in image_path) if real]
+    search_path = shims(image_path) + pristine + job["search_path"]["toolchain"] + image_path
+    return job["environment"] | {"PATH": ":".join(search_path), "LD_LIBRARY_PATH": ":".join(library_path(os.uname().machine)),
+                                 "PYTHONPATH": f"{TOOLCHAIN}/lib/site"}
+
+
+def run(job: dict) -> dict:
+    """Steps 2-4 in this (child) process; returns what the verification left behind."""
+    environment = prepare(job)
     reader, writer = os.pipe()
     started = time.monotonic()
     pid = os.fork()
@@ -142,7 +390,7 @@ def run(job: dict) -> dict:
             os.dup2(writer, 2)
             become_verifier(job["uid"], job["capabilities"])
             os.chdir(job["workdir"])
-            os.execve(job["command"][0], job["command"], job["environment"])
+            os.execvpe(job["command"][0], job["command"], environment)
         except BaseException as error:  # noqa: BLE001 - reported through the pipe
             os.write(2, f"verifier could not start the tests: {error}\n".encode())
         os._exit(126)

@@ -1,12 +1,13 @@
-"""The verifier runner's own checks, on this host (no container): interference is found, planted
-paths become real directories, and the job and its scoring are pure functions of the task."""
+"""The verifier runner's own checks, on this host (no container): interference is found, paths
+resolve inside the image's root and never out of it, the image's loader is the one its ELF header
+names, and the job and its scoring are pure functions of the task."""
 
 import os
 import subprocess
 import sys
 
 from terminal_rl.sandbox.verifier import VERIFIER_UID, merged_outcomes, score, task_reward, verification_job
-from terminal_rl.sandbox.verifier_runner import fresh_directory
+from terminal_rl.sandbox.verifier_runner import inside, loader_of
 from terminal_rl.tasks.model import VerifierKind
 
 
@@ -24,25 +25,33 @@ def test_a_process_holding_the_verifiers_stdout_is_interference():
     assert f"process {holder.pid} holds pipe:" in checker.stderr
 
 
-def test_planted_symlinks_and_files_on_the_way_become_real_directories(tmp_path):
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "logs").symlink_to(tmp_path / "elsewhere")
-    fresh_directory(str(tmp_path / "logs" / "verifier"))
-    assert not (tmp_path / "logs").is_symlink() and (tmp_path / "logs" / "verifier").is_dir()
-    assert not (tmp_path / "elsewhere" / "verifier").exists(), "nothing was created through the planted link"
-    (tmp_path / "tests").write_text("planted")
-    fresh_directory(str(tmp_path / "tests"))
-    assert (tmp_path / "tests").is_dir()
+def test_paths_resolve_inside_the_image_root_and_never_out_of_it(tmp_path):
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    (tmp_path / "usr/bin/python3.13").write_text("")
+    (tmp_path / "usr/bin/python3").symlink_to("python3.13")
+    (tmp_path / "bin").symlink_to("usr/bin")
+    (tmp_path / "usr/bin/escape").symlink_to("/etc/../../etc/passwd")  # absolute: from the image's root
+    (tmp_path / "usr/bin/loop").symlink_to("loop")
+    assert inside(str(tmp_path), "/bin/python3") == "/usr/bin/python3.13"
+    assert inside(str(tmp_path), "/usr/bin/escape") is None, "the host's /etc/passwd is not the image's"
+    assert inside(str(tmp_path), "/usr/bin/loop") is None and inside(str(tmp_path), "/nothing") is None
+    assert inside(str(tmp_path), "/../../usr/bin") == "/usr/bin"
+
+
+def test_the_loader_is_the_one_the_programs_elf_header_names():
+    readelf = subprocess.run(["readelf", "-l", "/bin/sh"], capture_output=True, text=True, check=True).stdout
+    named = readelf.split("[Requesting program interpreter: ", 1)[1].split("]", 1)[0]
+    assert loader_of("/") == named
 
 
 def test_the_job_runs_our_tools_with_a_clean_environment(tasks):
     task = tasks["csv-file-parsing-amount-sum"]
     job = verification_job(task, ["PATH=/evil/bin:/usr/bin", "PYTHONPATH=/app", "LD_PRELOAD=/tmp/x.so", "APP=1"],
                            "/app", ["CHOWN", "DAC_OVERRIDE"])
-    assert job["command"][:3] == ["/terminal_rl/usr/bin/python3.11", "-m", "pytest"]
+    assert job["command"][:3] == ["python3", "-m", "pytest"], "found on the runner's PATH: the image's own first"
+    assert job["search_path"] == {"image": ["/evil/bin", "/usr/bin"], "toolchain": ["/terminal_rl/usr/bin", "/terminal_rl/usr/sbin"]}
     env = job["environment"]
-    assert env["PATH"].startswith("/terminal_rl/usr/bin:/terminal_rl/usr/sbin:") and env["APP"] == "1"
-    assert "PYTHONPATH" not in env and "LD_PRELOAD" not in env
+    assert env["APP"] == "1" and not {"PATH", "PYTHONPATH", "LD_PRELOAD"} & set(env), "the runner sets those"
     assert "--confcutdir=/tests" in env["PYTEST_ADDOPTS"] and env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
     assert job["uid"] == VERIFIER_UID and "WAKE_ALARM" in job["capabilities"]
     assert "pytest.ini" in job["files"] and set(job["files"]) == {"test_outputs.py", "pytest.ini"}
