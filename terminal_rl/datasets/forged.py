@@ -13,7 +13,8 @@ task version among the sources) and some file in R ∩ T is not in S: it changed
 read that the reference solution leaves alone; or
 (b) some file in R was provided by the image or the task's start files and the episode rewrote or
 deleted it (modified or deleted in the diff, or a changed start file), and, when S is known, the
-reference solution does not change it too.
+reference solution does not change it too. Rule (b) is the RL reward's forged-fixture guard too
+(``terminal_rl/rewards/fixture_guard.py``).
 
 Known false positives: a task whose valid solutions may edit an input the reference solution leaves
 untouched (an in-place sort, a config one may fix either of two ways); with no reference solution,
@@ -29,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from terminal_rl.datasets.sources import Episode
+from terminal_rl.rewards.fixture_guard import forged_inputs
+from terminal_rl.sandbox.verifier import changed_files
 
 
 @dataclass(frozen=True)
@@ -36,17 +39,6 @@ class Flag:
     episode: Episode
     reason: str
     files: list[str]
-
-
-def changed_files(verification: dict) -> set[str]:
-    """T: what the episode changed, from its verification facts."""
-    return set(verification.get("changes", {})) | set(verification.get("start_files_changed", []))
-
-
-def rewritten_inputs(verification: dict) -> set[str]:
-    """Files the image or the start files provided that the episode rewrote or deleted."""
-    diff = verification.get("changes", {})
-    return {p for p, kind in diff.items() if kind in ("modified", "deleted")} | set(verification.get("start_files_changed", []))
 
 
 def forged_fixture(episode: Episode, solution_changes: set[str] | None) -> Flag | None:
@@ -58,7 +50,7 @@ def forged_fixture(episode: Episode, solution_changes: set[str] | None) -> Flag 
         files = sorted(reads & changed_files(verification) - allowed)
         if files:
             return Flag(episode, "changed files the tests read that the reference solution does not change", files)
-    files = sorted(reads & rewritten_inputs(verification) - allowed)
+    files = forged_inputs(verification, solution_changes)
     if files:
         return Flag(episode, "rewrote or deleted inputs the image or the start files provided, which the tests read", files)
     return None

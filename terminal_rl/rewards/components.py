@@ -11,6 +11,7 @@ from typing import Any
 
 from terminal_rl.agent.metrics import commands
 from terminal_rl.agent.trajectory import Trajectory
+from terminal_rl.rewards.fixture_guard import FixtureGuard, verdict
 
 
 @dataclass(frozen=True)
@@ -24,20 +25,30 @@ class ComponentScore:
         return self.score is None
 
 
-def score_tests(trajectory: Trajectory) -> ComponentScore:
-    """Weighted pytest partial credit from the verifier record (0 when the agent was not verified)."""
+def score_tests(trajectory: Trajectory, guard: FixtureGuard = FixtureGuard.OFF) -> ComponentScore:
+    """Weighted pytest partial credit from the verifier record (0 when the agent was not verified),
+    under the forged-fixture guard (``fixture_guard.py``)."""
     verification = trajectory.verification or {}
-    return ComponentScore("tests", float(verification.get("score", 0.0)),
-                          {"reason": verification.get("reason", "not verified" if not verification else "")})
+    details = {"reason": verification.get("reason", "not verified" if not verification else "")}
+    return _guarded(ComponentScore("tests", float(verification.get("score", 0.0)), details), verification, guard)
 
 
-def score_task_reward(trajectory: Trajectory) -> ComponentScore:
+def score_task_reward(trajectory: Trajectory, guard: FixtureGuard = FixtureGuard.OFF) -> ComponentScore:
     """The task's own all-or-nothing verdict: a Harbor test.sh's reward file; for weighted tasks, 1
-    when every weighted test passed (0 when the agent was not verified)."""
+    when every weighted test passed (0 when the agent was not verified); under the guard too."""
     verification = trajectory.verification or {}
     own = verification.get("task_reward")
     value = float(own) if own is not None else float(verification.get("score", 0.0) == 1.0)
-    return ComponentScore("task_reward", value, {"source": "test.sh" if own is not None else "all tests passed"})
+    details = {"source": "test.sh" if own is not None else "all tests passed"}
+    return _guarded(ComponentScore("task_reward", value, details), verification, guard)
+
+
+def _guarded(component: ComponentScore, verification: dict, guard: FixtureGuard) -> ComponentScore:
+    forged, zeroed = verdict(verification, guard)
+    if not forged:
+        return component
+    return ComponentScore(component.name, 0.0 if zeroed else component.score,
+                          {**component.details, "forged": forged, "zeroed": zeroed})
 
 
 def score_judge(judgement: dict[str, Any] | None) -> ComponentScore:
@@ -68,11 +79,12 @@ def score_efficiency(trajectory: Trajectory, max_turns: int, tests: float) -> Co
     return ComponentScore("efficiency", max(0.0, 1.0 - (used - 1) / max(1, max_turns)), {"turns": used})
 
 
-def all_components(trajectory: Trajectory, judgement: dict[str, Any] | None, max_turns: int) -> dict[str, ComponentScore]:
-    tests = score_tests(trajectory)
+def all_components(trajectory: Trajectory, judgement: dict[str, Any] | None, max_turns: int,
+                   guard: FixtureGuard = FixtureGuard.OFF) -> dict[str, ComponentScore]:
+    tests = score_tests(trajectory, guard)
     return {
         "tests": tests,
-        "task_reward": score_task_reward(trajectory),
+        "task_reward": score_task_reward(trajectory, guard),
         "judge": score_judge(judgement),
         "format": score_format(trajectory),
         "exec": score_exec(trajectory),

@@ -182,6 +182,12 @@ def score(task: Task, job: dict, raw: dict | None, problem: str, duration_sec: f
                               reason, False, exit_code, log)
 
 
+def changed_files(verification: dict) -> set[str]:
+    """What an episode changed, from its verification record (``VerificationResult.to_dict()``): the
+    paths of the container's diff and the start files it rewrote."""
+    return set(verification.get("changes", {})) | set(verification.get("start_files_changed", []))
+
+
 def merged_outcomes(files: dict[str, str], only: str | None = None) -> dict[str, str]:
     """Per-test outcomes over every JUnit report in ``/logs/verifier`` (a test.sh may run pytest
     several times, with reports of its own), or only the report named ``only``; a test counts as

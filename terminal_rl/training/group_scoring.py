@@ -6,6 +6,7 @@ that shape a group's advantages need the whole group.
 * The judge is asked once per group (after every container is gone), and only when a judge weight
   is in use; with ``judge.only_unseparated_groups`` only groups whose test scores are all equal (the
   others keep their test reward). A judge that fails is a missing judgement, never a failed group.
+* The forged-fixture guard (``rewards/fixture_guard.py``) applies to every sample's test rewards.
 * A sample the judge could not grade makes the whole group fall back to the mix without the judge
   (or drop), so no group mixes judged and unjudged rewards.
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.rewards.components import ComponentScore, all_components
+from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.rewards.mix import RewardMix, score_group
 
 log = logging.getLogger(__name__)
@@ -52,12 +54,13 @@ class GroupScores:
 
 
 async def score_rollout_group(trajectories: list[Trajectory], mix: RewardMix, max_turns: int,
-                              judge: JudgeGroup | None, only_unseparated: bool = False) -> GroupScores:
+                              judge: JudgeGroup | None, only_unseparated: bool = False,
+                              guard: FixtureGuard = FixtureGuard.OFF) -> GroupScores:
     infrastructure = [t for t in trajectories if t.termination and Termination(t.termination).infrastructure]
     if infrastructure:
         reason = f"{len(infrastructure)} of {len(trajectories)} rollouts hit an infrastructure failure " \
                  f"({infrastructure[0].termination}: {infrastructure[0].termination_detail[:120]})"
-        return _masked(trajectories, mix, max_turns, reason)
+        return _masked(trajectories, mix, max_turns, reason, guard=guard)
     tests = [float((t.verification or {}).get("score", 0.0)) for t in trajectories]
     judged = mix.weights.get("judge", 0.0) > 0 and judge is not None
     skipped = judged and only_unseparated and len(set(tests)) > 1
@@ -69,18 +72,18 @@ async def score_rollout_group(trajectories: list[Trajectory], mix: RewardMix, ma
             judgements = list(await judge(trajectories))
         except Exception:  # the judge service failed: every judgement is missing, the mix decides
             log.warning("the judge failed for a group of %s", trajectories[0].task_id, exc_info=True)
-    components = [all_components(t, j, max_turns) for t, j in zip(trajectories, judgements)]
+    components = [all_components(t, j, max_turns, guard) for t, j in zip(trajectories, judgements)]
     group = score_group(components, mix)
     if group.dropped:
-        return _masked(trajectories, mix, max_turns, f"dropped: judge missing for {group.missing}", judgements)
+        return _masked(trajectories, mix, max_turns, f"dropped: judge missing for {group.missing}", judgements, guard)
     return GroupScores(group.rewards, components, group.weights, judgements, judge_fallback=group.fallback,
                        judge_skipped=skipped)
 
 
 def _masked(trajectories: list[Trajectory], mix: RewardMix, max_turns: int, reason: str,
-            judgements: list[dict | None] | None = None) -> GroupScores:
+            judgements: list[dict | None] | None = None, guard: FixtureGuard = FixtureGuard.OFF) -> GroupScores:
     judgements = judgements or [None] * len(trajectories)
-    components = [all_components(t, j, max_turns) for t, j in zip(trajectories, judgements)]
+    components = [all_components(t, j, max_turns, guard) for t, j in zip(trajectories, judgements)]
     return GroupScores([0.0] * len(trajectories), components, dict(mix.weights), judgements, True, reason)
 
 

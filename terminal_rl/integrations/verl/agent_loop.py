@@ -38,6 +38,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.metrics import behaviour_metrics
 from terminal_rl.agent.policies.base import Policy, PolicySession
+from terminal_rl.agent.reference import ReferenceChanges
 from terminal_rl.agent.policies.token_session import Generation, TokenSession
 from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.runner import episode_deadline_sec, run_episode
@@ -48,6 +49,7 @@ from terminal_rl.filtering.variance import filter_signal, group_variances, lacks
 from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.integrations.verl.curriculum import run_schedule
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
+from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.rewards.turn_credit import TurnCredit, turn_facts, turn_rewards
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
@@ -79,6 +81,8 @@ class _WorkerState:
         # Only the mt_grpo estimator reads turn spans and turn rewards (advantages.py).
         self.turn_level = cfg.algorithm.adv_estimator == MT_GRPO
         self.barrier = GroupBarrier(self._score)
+        self.fixture_guard = FixtureGuard(cfg.fixture_guard)
+        self.references = ReferenceChanges(self.factory, self.run.shared_dir / "reference_changes")
         # The run's step ledger (refills across workers, every group before filtering); a Ray actor.
         self.ledger = None
         self._started = False
@@ -95,11 +99,21 @@ class _WorkerState:
                 await self.factory.__aenter__()
                 self._started = True
 
+    async def reference_changes(self, task, deadline_sec: float) -> list[str] | None:
+        """What ``task``'s reference solution changes, for the fixture guard (None: unknown, also
+        when measuring it takes longer than an episode may)."""
+        try:
+            return await asyncio.wait_for(self.references.of(task), deadline_sec)
+        except Exception:  # never the episode's failure: the guard then only flags
+            log.warning("the reference solution of %s could not be measured within %.0fs", task.id, deadline_sec,
+                        exc_info=True)
+            return None
+
     async def _score(self, trajectories: list[Trajectory]) -> GroupScores:
         meta = trajectories[0].metadata
         judge = judge_group_via_actor(self.cfg, self.run.run_id)
         scores = await score_rollout_group(trajectories, meta["reward_mix"], self.agent.limits.max_turns, judge,
-                                           bool(self.cfg.judge.only_unseparated_groups))
+                                           bool(self.cfg.judge.only_unseparated_groups), self.fixture_guard)
         if meta["split"] != "train":
             return scores
         step, tests = meta["global_steps"], _test_scores(scores)
@@ -154,6 +168,8 @@ class TerminalAgentLoop(AgentLoopBase):
             deadline, context = episode_deadline_sec(task.limits, grace), judge_context(task)
             trajectory = await run_episode(task, state.factory, state.protocol, _OneSession(session, LOOP_NAME),
                                            state.agent.limits, f"{uid[:8]}-{index}", deadline)
+            if trajectory.verification is not None and state.fixture_guard is not FixtureGuard.OFF:
+                trajectory.verification["reference_changes"] = await state.reference_changes(task, deadline)
         except Exception as error:  # before the episode could run (task store, engine): an infrastructure failure
             log.warning("session %s/%d of %s could not run", uid, index, extra_info["task_id"], exc_info=True)
             trajectory.termination = Termination.SANDBOX_ERROR.value
@@ -290,6 +306,7 @@ def reward_extra_info(trajectory: Trajectory, scores: GroupScores, position: int
         info["filter_signal"] = scores.filter_signal[position]
         info["filtered"] = float(scores.filtered)
     info["judge_fallback"] = float(scores.judge_fallback)
+    info["fixture_flagged"] = float("forged" in scores.components[position]["tests"].details)
     info["judge_skipped"] = float(scores.judge_skipped)
     info["stage"] = float(trajectory.metadata.get("stage", 0))
     # Validation reports these per data source: mean test score (val-core .../acc) and pass rate.
