@@ -6,6 +6,10 @@ Harbor tasks export as they came. Weighted-pytest and Terminal-Bench 1 tasks get
 Harbor has no "files written before the agent starts": they are baked into the image instead, as
 extra build-context files under ``_preagent/`` with a COPY line each (our loader reads them back as
 start files).
+
+``task.toml`` keeps to Harbor's task schema (``harbor.models.task.config.TaskConfig``, Harbor 0.26:
+its linter finds no unknown field, ``tests/tasks/test_harbor_schema.py``); the one limit it has no
+field for, the process count, goes in ``[metadata.terminal_rl]`` (``[metadata]`` is free-form there).
 """
 
 from __future__ import annotations
@@ -77,7 +81,6 @@ def _task_toml(task: Task) -> dict:
         "build_timeout_sec": limits.build_timeout_sec,
         "cpus": limits.cpus,
         "memory_mb": limits.memory_mb,
-        "pids_limit": limits.pids,
         "allow_internet": limits.network,
     }
     if task.environment.image is not None:
@@ -90,6 +93,7 @@ def _task_toml(task: Task) -> dict:
             "difficulty": task.difficulty.value,
             "category": task.category,
             "tags": list(task.tags),
+            "terminal_rl": {"pids_limit": limits.pids},
         },
         "verifier": {"timeout_sec": limits.verifier_timeout_sec},
         "agent": {"timeout_sec": limits.agent_timeout_sec},

@@ -28,7 +28,7 @@ from terminal_rl.tasks.validation import Problem, TaskError
 WEIGHTS_FILE = "test_weights.json"
 PREAGENT_DIR = "_preagent"
 # [metadata] keys the model has fields for; the rest is kept in Task.metadata.
-_MODELLED_METADATA = {"difficulty", "category", "tags", "title"}
+_MODELLED_METADATA = {"difficulty", "category", "tags", "title", "terminal_rl"}
 
 
 def load_harbor(root: Path, default_limits: Limits) -> LoadResult:
@@ -135,6 +135,10 @@ def _limits(config: dict, default: Limits, fail) -> Limits:
     for key, field in (("cpus", "cpus"), ("pids_limit", "pids"), ("allow_internet", "network")):
         if key in env:
             overrides[field] = env[key]
+    # Our limit Harbor's schema has no field for (harbor_export.py); older exports had it in [environment].
+    ours = config.get("metadata", {}).get("terminal_rl", {})
+    if isinstance(ours, dict) and "pids_limit" in ours:
+        overrides["pids"] = ours["pids_limit"]
     try:
         return replace(default, **overrides)
     except ValueError as error:
