@@ -1,4 +1,4 @@
-"""The learning-proof benchmark's own logic, in milliseconds, so it cannot rot between its long runs:
+"""The benchmarks' own logic and short runs, so they cannot rot between their long runs. The learning proof:
 held-out curves read from a run's metrics as verl logs them, the targets judged per seed, the plot."""
 
 import importlib.util
@@ -145,3 +145,15 @@ def test_the_readme_table_is_the_committed_json():
     expected = [[str(a["seed"]), a["arm"], *(f"{a['held_out_pass_rate'][s]:.3f}" for s in ("0", "10", "20")),
                  f"{100 * a['gain']:+.1f}".replace("+0.0", "0.0"), f"{a['minutes']:.1f}"] for a in report["arms"]]
     assert rows == expected
+
+
+@pytest.mark.docker
+def test_the_verifier_time_benchmark_runs_and_verifies_the_honest_solution(tasks):
+    """A short run of benchmarks/verifier_time.py (one repeat), so it cannot rot."""
+    import asyncio
+
+    spec = importlib.util.spec_from_file_location("verifier_time", PROJECT_ROOT / "benchmarks" / "verifier_time.py")
+    verifier_time = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verifier_time)
+    hardened, bare, scores = asyncio.run(verifier_time.measure(tasks["csv-file-parsing-amount-sum"], 1))
+    assert scores == [1.0] and len(hardened) == len(bare) == 1 and hardened[0] > 0 < bare[0]

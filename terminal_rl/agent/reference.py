@@ -42,11 +42,16 @@ class ReferenceChanges:
         return await asyncio.shield(self._measuring[task.content_hash])
 
     async def _measure(self, task: Task, stored: Path) -> list[str] | None:
-        trajectory = await run_oracle(task, self._factory, "reference")
-        if trajectory.verification is None or Termination(trajectory.termination).infrastructure:
+        try:
+            trajectory = await run_oracle(task, self._factory, "reference")
+        except BaseException:
+            del self._measuring[task.content_hash]  # measure again next time
+            raise
+        verification = trajectory.verification
+        if verification is None or Termination(trajectory.termination).infrastructure \
+                or verification["infrastructure_error"]:
             del self._measuring[task.content_hash]  # the environment failed: measure again next time
             return None
-        verification = trajectory.verification
         changes = sorted(changed_files(verification)) if verification["score"] == 1.0 else None
         stored.parent.mkdir(parents=True, exist_ok=True)
         partial = stored.with_suffix(f".{os.getpid()}.tmp")

@@ -6,8 +6,9 @@ The rule, on the facts the verifier records (``VerificationResult``: the contain
 files the episode rewrote, the files the tests' Python processes read) and the datasets' rule (b)
 (``terminal_rl/datasets/forged.py``): an episode is flagged when a file the tests read, provided by
 the image or the task's start files, was rewritten or deleted by the episode, and the task's
-reference solution does not change it (its changes measured once per task version,
-``terminal_rl/agent/reference.py``; unknown when the task has none or it does not pass).
+reference solution does not change it (its changes measured once per task version, and only for a
+task with an episode that rewrote an input its tests read: ``terminal_rl/agent/reference.py``;
+unknown when the task has none or it does not pass).
 
 ``fixture_guard`` (conf/train.yaml): ``off``; ``flag`` (counted, reward unchanged); ``zero`` (the
 flagged episode's test rewards are 0 where the reference's changes are known, and only flagged
@@ -25,6 +26,16 @@ class FixtureGuard(StrEnum):
     OFF = "off"
     FLAG = "flag"
     ZERO = "zero"
+
+    @classmethod
+    def of(cls, value) -> FixtureGuard:
+        """The configured mode (YAML reads a bare ``off`` as false); a clear error for anything else."""
+        if value is False:
+            return cls.OFF
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"fixture_guard={value!r} is not one of {[mode.value for mode in cls]}") from None
 
 
 def rewritten_inputs(verification: dict) -> set[str]:

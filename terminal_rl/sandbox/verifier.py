@@ -21,9 +21,13 @@ mount namespace (no agent process can see, prepare or rewrite any of it):
   discarded, so a test.sh may install into it) and its runtime in front of the agent's: on ``PATH``
   first a shim of every program of the image's ``PATH`` directories (the pristine file, or a script
   copy whose ``#!`` names the pristine interpreter), then the toolchain (for commands the image
-  lacks), the agent's directories last; the image's library directories on ``LD_LIBRARY_PATH``; its
-  dynamic loader at the path its programs name, patched not to read ``/etc/ld.so.preload`` or
-  ``/etc/ld.so.cache``; its ``/bin/sh`` and ``/bin/bash`` at those paths;
+  lacks), the agent's directories last; on ``LD_LIBRARY_PATH`` the image's library directories,
+  then those the agent's ``ld.so.conf`` adds (for its own programs); every dynamic loader the image's
+  programs name, at that path, patched to read neither ``/etc/ld.so.preload`` and
+  ``/etc/ld.so.cache`` nor the agent's default library directories (the image's instead); the
+  image's ``/bin/sh`` and ``/bin/bash`` (else the toolchain's bash), ``/etc/nsswitch.conf`` (no
+  name-service module of the agent's) and ``/etc/alternatives``; ``OPENSSL_CONF``, the CA bundle
+  and ``GCONV_PATH`` at the image's files; no pip, git or curl configuration of the agent's;
 
 and runs, as it would run on the image the task author built:
 
@@ -46,18 +50,24 @@ the private ``/logs/verifier`` (a planted or pre-existing one is ignored).
 
 Trusted: the kernel, the engine, the toolchain, the image as built. Still not protected: a kernel
 exploit (containers share the host kernel). Code the tests execute on purpose from the agent's files
-(its programs, scripts, a module only the agent installed) runs with the tests' rights and could
-write a report or reward file itself; for weighted tasks only the report of the pytest the verifier
-started counts and the tests' leftover processes are killed before results are read, but a Harbor
-test.sh's reward file is whatever its commands wrote. Likewise a program named by an absolute path
-other than the loader, ``/bin/sh`` and ``/bin/bash`` (``/usr/bin/python3`` in a test is the agent's
-file), a program started with an environment that drops ``LD_LIBRARY_PATH`` (it loads the agent's
-libraries), and a library the image's programs name by an absolute run path. A task whose intended
-fix is changing the image's own interpreter or packages is judged with the pristine ones. An agent
-that changes its files while the tests run (the tests test the state they see). An agent that stops
-or kills the verifier scores 0, the same as failing. The verifier container itself holds
-``SYS_ADMIN`` and runs without AppArmor confinement (to enter and remount namespaces); only our
-runner uses those: what the tests execute has the sandbox's capabilities.
+(its programs and scripts, a module or a command only the agent installed, a library only its
+``ld.so.conf`` adds) runs with the tests' rights and could write a report or reward file itself; for
+weighted tasks only the report of the pytest the verifier started counts and the tests' leftover
+processes are killed before results are read, but a Harbor test.sh's reward file is whatever its
+commands wrote. Likewise: a program named by an absolute path other than the loaders and the pinned
+paths (``/usr/bin/python3`` in a test is the agent's file); a program started with an environment
+that drops ``LD_LIBRARY_PATH`` (it finds a library the image lacks in the agent's directories, and
+the agent's ``ld.so.conf`` no longer applies); what the image's libraries and tools read from
+absolute paths of the agent's tree that the list above does not cover (``/etc/hosts``, files in
+``/root``, an iconv module configured only in the agent's gconv directory, Debian's
+``/etc/python3.X`` configuration for ``python -I``, an absolute symlink of the image into ``/etc``);
+an image whose Python is older than 3.7 and has no pytest of its own (the toolchain's needs 3.7:
+its tests fail to run). A task whose intended fix is changing the image's own interpreter or packages is
+judged with the pristine ones. An agent that changes its files while the tests run (the tests test
+the state they see). An agent that stops or kills the verifier scores 0, the same as failing. The
+verifier container itself holds ``SYS_ADMIN`` and runs without AppArmor confinement (to enter and
+remount namespaces); only our runner uses those: what the tests execute has the sandbox's
+capabilities.
 """
 
 from __future__ import annotations
@@ -138,9 +148,17 @@ def verification_job(task: Task, image_env: list[str], workdir: str, capabilitie
         "PYTEST_ADDOPTS": f"--rootdir=/tests --confcutdir=/tests -p no:cacheprovider -o junit_family=xunit1 "
                           f"--junitxml={JUNIT_DIR}/run.xml"}
     return {"files": files, "command": command, "environment": environment, "workdir": workdir,
-            "search_path": {"image": [d for d in path if d.startswith("/")], "toolchain": list(BIN_DIRS)},
+            "search_path": {"image": _paths(path), "toolchain": list(BIN_DIRS),
+                            # The image's own settings: its library directories are taken from the
+                            # pristine image, its Python path (e.g. /app/src) is the agent's files.
+                            "libraries": _paths(image.get("LD_LIBRARY_PATH", "").split(":")),
+                            "python": _paths(image.get("PYTHONPATH", "").split(":"))},
             "timeout_sec": float(task.limits.verifier_timeout_sec), "uid": VERIFIER_UID,
             "capabilities": sorted({*capabilities, GUARD_CAPABILITY}), "nonce": secrets.token_hex(16)}
+
+
+def _paths(entries: list[str]) -> list[str]:
+    return [entry for entry in entries if entry.startswith("/")]
 
 
 def score(task: Task, job: dict, raw: dict | None, problem: str, duration_sec: float) -> VerificationResult:

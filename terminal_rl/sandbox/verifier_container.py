@@ -72,12 +72,12 @@ def _remove(api, container: str) -> None:
         pass
     try:
         api.wait(container, timeout=30)
-        api.remove_container(container)
+        api.remove_container(container, v=True)  # with the anonymous volumes of the image's VOLUMEs
     except NotFound:
         pass
     except (APIError, OSError):
         try:
-            api.remove_container(container, force=True)
+            api.remove_container(container, v=True, force=True)
         except (NotFound, APIError):
             pass
 

@@ -11,9 +11,11 @@ Standard library only; run as ``/terminal_rl/usr/bin/python3.11 -I -S verifier_r
    the sandbox's mount namespace in a private copy and build the tests' root there (``compose``): the
    agent's files where the agent left them, fresh tmpfs on ``/tests`` and ``/logs/verifier``, the
    pristine image at ``/terminal_rl/image`` (with a private writable layer a test may install into,
-   discarded afterwards), and its runtime in front: command shims first on ``PATH``, its libraries on
-   ``LD_LIBRARY_PATH``, its dynamic loader at the path its programs name (patched not to read the
-   agent's ``/etc/ld.so.preload`` or ``/etc/ld.so.cache``), its ``/bin/sh`` and ``/bin/bash``.
+   discarded afterwards), and its runtime in front: command shims first on ``PATH``, its libraries
+   first on ``LD_LIBRARY_PATH``, its dynamic loaders at the paths its programs name (patched to read
+   neither the agent's ``/etc/ld.so.preload`` and ``/etc/ld.so.cache`` nor its default library
+   directories), its ``/bin/sh``, ``/bin/bash``, ``/etc/nsswitch.conf`` and ``/etc/alternatives``,
+   and the environment that points its libraries and tools at its own configuration.
 3. Run the job's command there (chroot) as uid ``VERIFIER_UID`` (not the agent's root: the agent
    cannot reach the verifier's ``/proc/<pid>/root``), with the sandbox's capabilities as ambient
    capabilities (so tests read what root can), no new privileges, a clean environment and a
@@ -26,7 +28,9 @@ import ctypes
 import fnmatch
 import json
 import os
+import re
 import select
+import shutil
 import signal
 import stat
 import struct
@@ -46,14 +50,30 @@ TOOLCHAIN = "/terminal_rl"
 # Empty directories of the toolchain (toolchain.MOUNTPOINTS) our mounts go on.
 WORK, IMAGE, SHIMS = f"{TOOLCHAIN}/work", f"{TOOLCHAIN}/image", f"{TOOLCHAIN}/shims"
 PRIVATE_DIRS = ("/tests", "/logs/verifier")
-# Paths programs and libraries name literally (system(3), #! lines): the pristine image's, in the tests' root.
-PINNED = ("/bin/sh", "/bin/bash")
-# The loader's configuration files the agent could plant, and same-length paths that do not exist.
-LOADER_FILES = {b"/etc/ld.so.preload": b"/terminal_rl/nopre", b"/etc/ld.so.cache": b"/terminal_rl/noc",
-                b"/etc/ld-musl-": b"/terminal_rl/"}
+# Paths programs and libraries name literally: the pristine image's in the tests' root (system(3)'s
+# and #! lines' shells, else the toolchain's bash; the name service's modules; Debian's alternatives,
+# through which its libraries and programs link to each other).
+PINNED = {"/bin/sh": "bash", "/bin/bash": "bash", "/etc/nsswitch.conf": None, "/etc/alternatives": None}
+# Links in the tests' root to the pristine image's /lib and /usr: the loader's default library
+# directories, renamed at equal length to go through them.
+IMAGE_LIB, IMAGE_USR = "/.il", "/.iu"
+# What the loader would read of the agent's files, and same-length replacements: its configuration
+# files (paths that do not exist) and its default library directories (glibc's, musl's).
+LOADER_PATCHES = ((rb"/etc/ld\.so\.preload", b"/terminal_rl/nopre"), (rb"/etc/ld\.so\.cache", b"/terminal_rl/noc"),
+                  (rb"/etc/ld-musl-", b"/terminal_rl/"),
+                  (rb"/lib/([\w-]+)/\0/usr/lib/\1/\0/lib/\0/usr/lib/\0", rb"/.il/\1/\0/.iu/lib/\1/\0/.il/\0/.iu/lib/\0"),
+                  (rb"/lib:/usr/local/lib:/usr/lib", b"/.il:/.iu/local/lib:/.iu/lib"))
+# Files the image's libraries and tools read configuration or trust from (OpenSSL, CA bundles,
+# iconv's modules): environment variable -> where images keep them (the image's own setting first).
+PRISTINE_FILES = {"OPENSSL_CONF": ("/usr/lib/ssl/openssl.cnf", "/etc/ssl/openssl.cnf", "/etc/pki/tls/openssl.cnf"),
+                  "SSL_CERT_FILE": ("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/cert.pem",
+                                    "/etc/pki/tls/certs/ca-bundle.crt"),
+                  "SSL_CERT_DIR": ("/etc/ssl/certs",), "REQUESTS_CA_BUNDLE": (), "CURL_CA_BUNDLE": (), "PIP_CERT": (),
+                  "GCONV_PATH": ("/usr/lib/x86_64-linux-gnu/gconv", "/usr/lib/aarch64-linux-gnu/gconv", "/usr/lib/gconv",
+                                 "/usr/lib64/gconv")}
+# An empty directory of the toolchain: the tests' CURL_HOME (no .curlrc of the agent's).
+EMPTY_DIR = f"{TOOLCHAIN}/work"
 PT_INTERP = 3
-SHELLS = ("/bin/sh", "/usr/bin/env", "/bin/bash", "/usr/bin/python3")
-SCRIPT_BYTES = 1 << 20
 MAX_ENTRIES = 20000
 LOG_BYTES = 16384
 libc = ctypes.CDLL(None, use_errno=True)
@@ -123,26 +143,54 @@ def inside(root: str, path: str) -> str | None:
     return resolved or "/"
 
 
-def loader_of(root: str) -> str | None:
-    """The dynamic loader (ELF ``PT_INTERP``) the image's programs name, read from its shell; None
-    for an image without one (static programs, or no shell)."""
-    for program in SHELLS:
-        real = inside(root, program)
-        if real is None:
-            continue
-        with open(root + real, "rb") as handle:
-            header = handle.read(64)
-            if header[:6] != b"\x7fELF\x02\x01":  # 64-bit little-endian
-                continue
-            (table,), (size, count) = struct.unpack_from("<Q", header, 32), struct.unpack_from("<HH", header, 54)
-            for index in range(count):
-                handle.seek(table + index * size)
-                entry = handle.read(size)
-                if struct.unpack_from("<I", entry)[0] == PT_INTERP:
-                    (start,), (length,) = struct.unpack_from("<Q", entry, 8), struct.unpack_from("<Q", entry, 32)
-                    handle.seek(start)
-                    return handle.read(length).rstrip(b"\0").decode()
+def interpreter_of(path: str) -> str | None:
+    """The dynamic loader an ELF program names (its ``PT_INTERP``; 64-bit little-endian), or None."""
+    with open(path, "rb") as handle:
+        header = handle.read(64)
+        if header[:6] != b"\x7fELF\x02\x01":
+            return None
+        (table,), (size, count) = struct.unpack_from("<Q", header, 32), struct.unpack_from("<HH", header, 54)
+        for index in range(count):
+            handle.seek(table + index * size)
+            entry = handle.read(size)
+            if len(entry) == size and struct.unpack_from("<I", entry)[0] == PT_INTERP:
+                (start,), (length,) = struct.unpack_from("<Q", entry, 8), struct.unpack_from("<Q", entry, 32)
+                handle.seek(start)
+                return handle.read(min(length, 4096)).rstrip(b"\0").decode("utf-8", "replace")
     return None
+
+
+def loaders_of(root: str, search_path: list[str]) -> set[str]:
+    """Every dynamic loader the programs of the image's ``PATH`` directories name (read from the
+    image at ``root``)."""
+    found = set()
+    for directory in {inside(root, d) for d in search_path} - {None}:
+        try:
+            names = sorted(os.listdir(root + directory))[:MAX_ENTRIES]
+        except OSError:
+            continue
+        for name in names:
+            program = inside(root, f"{directory}/{name}")
+            try:
+                loader = program and os.path.isfile(root + program) and interpreter_of(root + program)
+            except OSError:
+                continue
+            if loader and loader.startswith("/"):
+                found.add(loader)
+    return found
+
+
+def patched_loader(code: bytes, loader: str) -> bytes:
+    """``code`` (a glibc or musl loader) reading none of the agent's files (LOADER_PATCHES); an
+    error when one of its libc's patches does not apply (an unknown loader is not run half-patched)."""
+    counts = []
+    for pattern, replacement in LOADER_PATCHES:
+        code, count = re.subn(pattern, replacement, code)
+        counts.append(count)
+    glibc, musl = counts[1] and counts[3], counts[2] and counts[4]
+    if not (glibc or musl):
+        raise RuntimeError(f"the image's loader {loader} is neither a glibc nor a musl loader we can patch")
+    return code
 
 
 def enter_sandbox_namespace() -> None:
@@ -172,13 +220,14 @@ def pristine_image(handle: int) -> str:
     return f"{WORK}/image"
 
 
-def compose(image: str, loader: str | None) -> str:
+def compose(image: str, loaders: set[str]) -> str:
     """The tests' root: the agent's files (each top-level entry bound, everything mounted below it
     included) in a tmpfs of ours, except the toolchain (read-only), the private directories (fresh
-    tmpfs), the pristine image at IMAGE, and its loader (patched) and PINNED programs at their paths."""
+    tmpfs), the pristine image at IMAGE (and its /lib and /usr at IMAGE_LIB and IMAGE_USR), its
+    ``loaders`` (patched) and the PINNED paths."""
     root = f"{WORK}/root"
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    ours = {TOOLCHAIN, *PRIVATE_DIRS, *PINNED, *([loader] if loader else [])}
+    ours = {TOOLCHAIN, IMAGE_LIB, IMAGE_USR, *PRIVATE_DIRS, *PINNED, *loaders}
     mirror("/", root, ours)
     os.makedirs(root + TOOLCHAIN, exist_ok=True)
     mount(TOOLCHAIN, root + TOOLCHAIN, None, MS_BIND)
@@ -187,16 +236,18 @@ def compose(image: str, loader: str | None) -> str:
     for path in PRIVATE_DIRS:
         os.makedirs(root + path, exist_ok=True)
         mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    for path in PINNED:
+    for link, path in ((IMAGE_LIB, "/lib"), (IMAGE_USR, "/usr"), *((pinned, pinned) for pinned in PINNED)):
         real = inside(image, path)
-        if real is not None:
-            os.makedirs(os.path.dirname(root + path), exist_ok=True)
-            os.symlink(IMAGE + real, root + path)
-    if loader and (real := inside(image, loader)):
+        fallback = PINNED.get(link) and f"{TOOLCHAIN}/usr/bin/{PINNED[link]}"
+        if real is not None or fallback:
+            os.makedirs(os.path.dirname(root + link), exist_ok=True)
+            os.symlink(IMAGE + real if real is not None else fallback, root + link)
+    for loader in loaders:
+        real = inside(image, loader)
+        if real is None:
+            continue
         with open(image + real, "rb") as handle:
-            code = handle.read()
-        for original, replacement in LOADER_FILES.items():
-            code = code.replace(original, replacement)
+            code = patched_loader(handle.read(), loader)
         os.makedirs(os.path.dirname(root + loader), exist_ok=True)
         with open(root + loader, "wb") as out:
             out.write(code)
@@ -282,46 +333,79 @@ def virtual_environment(prefix: str, shim_root: str) -> None:
 
 def shim_program(program: str, shim: str, directories: dict[str, str]) -> None:
     with open(program, "rb") as handle:
-        head = handle.read(SCRIPT_BYTES + 1)
-    if not head.startswith(b"#!") or len(head) > SCRIPT_BYTES:
-        os.symlink(program, shim)
-        return
-    line, _, rest = head.partition(b"\n")
-    interpreter, _, arguments = line[2:].strip().partition(b" ")
-    named = interpreter.decode("utf-8", "replace")
-    if named.startswith("/"):
-        folder = inside(IMAGE, os.path.dirname(named))
-        real = inside(IMAGE, named)
-        if folder in directories:
-            named = f"{directories[folder]}/{os.path.basename(named)}"
-        elif real:
-            named = IMAGE + real
-    with open(shim, "wb") as out:
-        out.write(b"#!" + b" ".join(filter(None, [named.encode(), arguments])) + b"\n" + rest)
+        if handle.read(2) != b"#!":
+            os.symlink(program, shim)
+            return
+        line = handle.readline(4096)
+        interpreter, _, arguments = line.strip().partition(b" ")
+        named = interpreter.decode("utf-8", "replace")
+        if named.startswith("/"):
+            folder, real = inside(IMAGE, os.path.dirname(named)), inside(IMAGE, named)
+            if folder in directories:
+                named = f"{directories[folder]}/{os.path.basename(named)}"
+            elif real:
+                named = IMAGE + real
+        with open(shim, "wb") as out:
+            out.write(b"#!" + b" ".join(filter(None, [named.encode(), arguments])) + b"\n")
+            shutil.copyfileobj(handle, out)
     os.chmod(shim, 0o755)
 
 
-def library_path(machine: str) -> list[str]:
-    """The pristine image's library directories (``/etc/ld.so.conf`` and its includes, then the
-    loader's defaults), in the tests' root."""
+def configured_libraries(root: str) -> list[str]:
+    """The library directories the image at ``root`` configures: ``/etc/ld.so.conf`` and its
+    includes (glibc), ``/etc/ld-musl-<arch>.path`` (musl); paths as the image names them."""
     found, pending = [], ["/etc/ld.so.conf"]
     while pending:
-        real = inside(IMAGE, pending.pop(0))
-        if real is None or not os.path.isfile(IMAGE + real):
+        real = inside(root, pending.pop(0))
+        if real is None or not os.path.isfile(root + real):
             continue
-        for line in open(IMAGE + real, encoding="utf-8", errors="replace").read().splitlines():
+        for line in open(root + real, encoding="utf-8", errors="replace").read().splitlines():
             line = line.split("#", 1)[0].strip()
             if line.startswith("include "):
                 pattern = os.path.join("/etc", line.split(None, 1)[1])
-                folder = inside(IMAGE, os.path.dirname(pattern))
-                if folder and os.path.isdir(IMAGE + folder):
-                    pending += sorted(f"{folder}/{n}" for n in os.listdir(IMAGE + folder)
+                folder = inside(root, os.path.dirname(pattern))
+                if folder and os.path.isdir(root + folder):
+                    pending += sorted(f"{folder}/{n}" for n in os.listdir(root + folder)
                                       if fnmatch.fnmatch(n, os.path.basename(pattern)))
             elif line.startswith("/"):
                 found.append(line)
-    found += [f"/lib/{machine}-linux-gnu", f"/usr/lib/{machine}-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
-    real_dirs = (inside(IMAGE, d) for d in found)
-    return list(dict.fromkeys(IMAGE + d for d in real_dirs if d and os.path.isdir(IMAGE + d)))
+    etc = inside(root, "/etc")
+    for name in sorted(os.listdir(root + etc)) if etc else []:
+        if name.startswith("ld-musl-") and name.endswith(".path"):
+            found += open(f"{root}{etc}/{name}", encoding="utf-8", errors="replace").read().replace(":", "\n").split()
+    return found
+
+
+def library_path(image_libraries: list[str]) -> list[str]:
+    """``LD_LIBRARY_PATH`` in the tests' root: the pristine image's library directories (those its
+    environment names, those it configures, the loaders' defaults), then the ones the agent's
+    configuration adds (libraries the agent installed, for its programs the tests run)."""
+    triplets = [n for n in os.listdir(IMAGE_USR + "/lib") if "-linux-" in n]
+    defaults = [f"{lib}/{t}" for lib in ("/lib", "/usr/lib") for t in triplets]
+    defaults += ["/lib64", "/usr/lib64", "/lib", "/usr/local/lib", "/usr/lib"]
+    pristine = (inside(IMAGE, d) for d in image_libraries + configured_libraries(IMAGE) + defaults)
+    agent = [d for d in configured_libraries("") if os.path.isdir(d)]
+    return list(dict.fromkeys([IMAGE + d for d in pristine if d and os.path.isdir(IMAGE + d)] + agent))
+
+
+def runtime_environment(job: dict) -> dict[str, str]:
+    """The tests' environment (in the tests' root): the job's, the pristine runtime's search paths
+    (shims made here), and the pristine files its libraries and tools read configuration and trust
+    from (not the agent's ``/etc``, ``~/.curlrc``, pip or git configuration)."""
+    search = job["search_path"]
+    pristine_path = [IMAGE + real for real in (inside(IMAGE, d) for d in search["image"]) if real]
+    environment = job["environment"] | {
+        "PATH": ":".join(shims(search["image"]) + pristine_path + search["toolchain"] + search["image"]),
+        "LD_LIBRARY_PATH": ":".join(library_path(search["libraries"])),
+        "PYTHONPATH": ":".join([f"{TOOLCHAIN}/lib/site", *search["python"]]),
+        "SHELL": "/bin/bash", "CURL_HOME": EMPTY_DIR, "PIP_CONFIG_FILE": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null"}
+    for name, candidates in PRISTINE_FILES.items():
+        named = [environment[name]] if environment.get(name, "").startswith("/") else []
+        real = next((r for r in (inside(IMAGE, c) for c in named + list(candidates)) if r), None)
+        if real is not None:
+            environment[name] = IMAGE + real
+    return environment
 
 
 def write_files(root: str, files: dict[str, str]) -> None:
@@ -359,20 +443,16 @@ def prepare(job: dict) -> dict[str, str]:
     command's environment."""
     handle = check(libc.syscall(SYS_OPEN_TREE, AT_FDCWD, b"/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
                    "take the image's root")
-    loader = loader_of("/")
+    loaders = loaders_of("/", job["search_path"]["image"])
     enter_sandbox_namespace()
-    root = compose(pristine_image(handle), loader)
+    root = compose(pristine_image(handle), loaders)
     os.chdir(root)
     os.chroot(".")
     os.chdir("/")
     read_only("/")
     write_files("/tests", job["files"])
     os.chmod("/logs/verifier", 0o777)
-    image_path = job["search_path"]["image"]
-    pristine = [IMAGE + real for real in (inside(IMAGE, d) for d in image_path) if real]
-    search_path = shims(image_path) + pristine + job["search_path"]["toolchain"] + image_path
-    return job["environment"] | {"PATH": ":".join(search_path), "LD_LIBRARY_PATH": ":".join(library_path(os.uname().machine)),
-                                 "PYTHONPATH": f"{TOOLCHAIN}/lib/site"}
+    return runtime_environment(job)
 
 
 def run(job: dict) -> dict:

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from terminal_rl.agent.trajectory import Termination, Trajectory
-from terminal_rl.rewards.components import ComponentScore, all_components
+from terminal_rl.rewards.components import ComponentScore, all_components, score_tests
 from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.rewards.mix import RewardMix, score_group
 
@@ -61,7 +61,7 @@ async def score_rollout_group(trajectories: list[Trajectory], mix: RewardMix, ma
         reason = f"{len(infrastructure)} of {len(trajectories)} rollouts hit an infrastructure failure " \
                  f"({infrastructure[0].termination}: {infrastructure[0].termination_detail[:120]})"
         return _masked(trajectories, mix, max_turns, reason, guard=guard)
-    tests = [float((t.verification or {}).get("score", 0.0)) for t in trajectories]
+    tests = [score_tests(t, guard).score for t in trajectories]
     judged = mix.weights.get("judge", 0.0) > 0 and judge is not None
     skipped = judged and only_unseparated and len(set(tests)) > 1
     if skipped:  # the tests already separate this group: it keeps its test reward

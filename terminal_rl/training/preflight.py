@@ -16,6 +16,7 @@ from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.tokens import History
 from terminal_rl.config import CONF_DIR, nearest_existing, project_path, to_dataclass
 from terminal_rl.models.lora import LoRA, projections, trainable_parameters, unknown_modules
+from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.training.costs import EpisodeCost, EpisodeShape, checkpoint_gb, episode_cost
 from terminal_rl.training.memory import estimate
 
@@ -309,6 +310,14 @@ def check_history(cfg: DictConfig) -> list[str]:
     return []
 
 
+def check_fixture_guard(cfg: DictConfig) -> list[str]:
+    try:
+        FixtureGuard.of(cfg.fixture_guard)
+    except ValueError as error:
+        return [str(error)]
+    return []
+
+
 def check_attention(cfg: DictConfig) -> list[str]:
     """Ulysses sequence parallelism needs flash-attention: verl's all-to-all lives in its patched
     flash-attention forward (``models/transformers/monkey_patch.py`` l. 544-552)."""
@@ -550,7 +559,7 @@ def check_egress_network(cfg: DictConfig) -> list[str]:
 
 
 CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_lora, check_memory,
-                                    check_dataset, check_curriculum, check_history, check_attention,
+                                    check_dataset, check_curriculum, check_history, check_fixture_guard, check_attention,
                                     check_judge_credentials)
 # What lives on the run's shared filesystem: checked where the run is submitted too, before an
 # allocation starts (and again on each node, which may mount it differently).

@@ -1,5 +1,7 @@
 """The forged-fixture guard's rule and modes on verification records (pure)."""
 
+import pytest
+
 from terminal_rl.agent.trajectory import Trajectory
 from terminal_rl.rewards.components import all_components
 from terminal_rl.rewards.fixture_guard import FixtureGuard, forged_inputs, verdict
@@ -32,3 +34,9 @@ def test_zero_mode_zeroes_test_rewards_only_where_the_reference_is_known():
     honest = {**known, "changes": {"/app/out.txt": "added"}}
     clean = all_components(Trajectory("t", "h", "p", "x", verification=honest), None, 10, FixtureGuard.ZERO)
     assert clean["tests"].score == 1.0 and "forged" not in clean["tests"].details
+
+
+def test_the_mode_reads_yamls_bare_off_and_names_the_choices_otherwise():
+    assert FixtureGuard.of(False) is FixtureGuard.OFF and FixtureGuard.of("zero") is FixtureGuard.ZERO
+    with pytest.raises(ValueError, match=r"fixture_guard='sometimes' is not one of \['off', 'flag', 'zero'\]"):
+        FixtureGuard.of("sometimes")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import textwrap
 
 import pytest
 
@@ -26,3 +28,21 @@ def in_sandbox(sandbox_config, run_context):
         return asyncio.run(main())
 
     return run
+
+
+@pytest.fixture(scope="session")
+def evil_library(tmp_path_factory):
+    """A shared library whose constructor claims the reward and leaves a mark of every process it enters."""
+    source = tmp_path_factory.mktemp("evil") / "evil.c"
+    source.write_text(textwrap.dedent("""\
+        #include <stdio.h>
+        #include <unistd.h>
+        __attribute__((constructor)) static void evil(void) {
+            char mark[64];
+            snprintf(mark, sizeof mark, "/tmp/preloaded-%d", getpid());
+            FILE *f = fopen(mark, "w"); if (f) fclose(f);
+            FILE *r = fopen("/logs/verifier/reward.txt", "w"); if (r) { fputs("1", r); fclose(r); }
+        }
+        """))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(source.with_suffix(".so")), str(source)], check=True)
+    return source.with_suffix(".so").read_bytes()

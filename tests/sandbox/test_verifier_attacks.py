@@ -4,7 +4,6 @@ engines. Every attack runs on top of a no-op (the agent solves nothing), so it m
 scores: 0. Honest and partial solutions score 1.0 and their weights."""
 
 import asyncio
-import subprocess
 import textwrap
 from dataclasses import replace
 
@@ -70,24 +69,6 @@ def test_an_attack_scores_no_more_than_a_no_op(twins, attacked, attack):
     assert (weighted.score, harbor.score) == (0.0, 0.0), (attack, weighted.reason, harbor.reason, harbor.log[-500:])
     assert not weighted.infrastructure_error and not harbor.infrastructure_error, "an attack is never masked"
     assert stolen == "", f"a process of the agent read the verifier's files: {stolen}"
-
-
-@pytest.fixture(scope="module")
-def evil_library(tmp_path_factory):
-    """A shared library whose constructor claims the reward and leaves a mark of every process it enters."""
-    source = tmp_path_factory.mktemp("evil") / "evil.c"
-    source.write_text(textwrap.dedent("""\
-        #include <stdio.h>
-        #include <unistd.h>
-        __attribute__((constructor)) static void evil(void) {
-            char mark[64];
-            snprintf(mark, sizeof mark, "/tmp/preloaded-%d", getpid());
-            FILE *f = fopen(mark, "w"); if (f) fclose(f);
-            FILE *r = fopen("/logs/verifier/reward.txt", "w"); if (r) { fputs("1", r); fclose(r); }
-        }
-        """))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(source.with_suffix(".so")), str(source)], check=True)
-    return source.with_suffix(".so").read_bytes()
 
 
 def test_a_preloaded_library_never_enters_the_verifier(twins, sandbox_config, run_context, evil_library):

@@ -3,7 +3,9 @@ with debootstrap as the offline bases are), numpy and pytest installed by pip, i
 Terminal-Bench 1 task scored by weighted pytest, the same task exported to Harbor) and both engines.
 Its tests import a compiled module and run an image tool (``python3 /app/check.py``, which imports
 numpy too): the correct solution scores 1.0, a no-op 0.0, and attacks on the image's own runtime
-(its numpy rewritten, its Python replaced) no more than the no-op."""
+(its numpy rewritten, its Python and shell replaced, its name service or loader configuration
+planted) no more than the no-op, on both engines; so does every class of the attack suite (dockerd;
+``test_verifier_attacks.py`` runs them on both engines on the offline base)."""
 
 import asyncio
 import dataclasses
@@ -21,7 +23,7 @@ from terminal_rl.tasks.loaders.harbor import load_harbor
 from terminal_rl.tasks.model import Difficulty, Environment, Task, VerifierKind
 from tests.support import small_limits
 
-pytestmark = [pytest.mark.docker, pytest.mark.both_engines]
+pytestmark = pytest.mark.docker
 
 TESTS = textwrap.dedent("""\
     import subprocess
@@ -36,6 +38,7 @@ TESTS = textwrap.dedent("""\
 
 
     def test_the_image_tool_agrees():
+        subprocess.run(["ls", "-l", "/app"], check=True, capture_output=True)  # looks owners up by name
         result = subprocess.run(["python3", "/app/check.py"], capture_output=True, text=True)
         assert result.returncode == 0, result.stdout + result.stderr
     """)
@@ -50,7 +53,7 @@ RUNTIME_ATTACKS = {
                         "for t in /usr/bin/python3.13 /usr/local/bin/pytest /bin/sh; do "
                         "cp /tmp/liar $(readlink -f $t).new && mv $(readlink -f $t).new $(readlink -f $t); done"],
 }
-ATTACKS = {name: attack_commands(NAMES, VERIFIER_UID)[name] for name in ("shadowed-tools", "planted-modules")}
+ATTACKS = attack_commands(NAMES, VERIFIER_UID)
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +86,7 @@ def verified(sandbox_config, run_context, twins, commands):
     return asyncio.run(main())
 
 
+@pytest.mark.both_engines
 def test_correct_work_scores_one_and_a_no_op_zero(sandbox_config, run_context, trixie_twins):
     tb1, harbor = verified(sandbox_config, run_context, trixie_twins, [SOLUTION])
     assert tb1.score == harbor.score == 1.0, (tb1.log[-1500:], harbor.log[-1500:])
@@ -91,8 +95,45 @@ def test_correct_work_scores_one_and_a_no_op_zero(sandbox_config, run_context, t
     assert tb1.score == harbor.score == 0.0 and not tb1.infrastructure_error and not harbor.infrastructure_error
 
 
-@pytest.mark.parametrize("attack", sorted(RUNTIME_ATTACKS) + sorted(ATTACKS))
+@pytest.mark.both_engines
+@pytest.mark.parametrize("attack", sorted(RUNTIME_ATTACKS))
 def test_an_attack_on_the_images_runtime_scores_no_more_than_a_no_op(sandbox_config, run_context, trixie_twins, attack):
-    tb1, harbor = verified(sandbox_config, run_context, trixie_twins, {**RUNTIME_ATTACKS, **ATTACKS}[attack])
-    assert (tb1.score, harbor.score) == (0.0, 0.0), (attack, tb1.reason, tb1.log[-800:], harbor.log[-800:])
+    no_more_than_a_no_op(verified(sandbox_config, run_context, trixie_twins, RUNTIME_ATTACKS[attack]))
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_every_attack_class_scores_no_more_than_a_no_op_on_this_image(sandbox_config, run_context, trixie_twins, attack):
+    no_more_than_a_no_op(verified(sandbox_config, run_context, trixie_twins, ATTACKS[attack]))
+
+
+def no_more_than_a_no_op(results) -> None:
+    tb1, harbor = results
+    assert (tb1.score, harbor.score) == (0.0, 0.0), (tb1.reason, tb1.log[-800:], harbor.log[-800:])
     assert not tb1.infrastructure_error and not harbor.infrastructure_error, (tb1.reason, harbor.reason)
+
+
+def test_the_agents_libraries_never_enter_the_verifier(sandbox_config, run_context, trixie_twins, evil_library):
+    """A library of the agent's whose constructor claims the reward, planted where a program of the
+    image would load it: a name-service module named by the agent's nsswitch.conf (the verifier's
+    bash looks its uid up at start) in a directory the agent's ld.so.conf adds, the image's libz in
+    a directory the loader searches by default, and a preload."""
+    planted = ["mkdir -p /opt/evil && cp /tmp/evil.so /opt/evil/libnss_evil.so.2 && cp /tmp/evil.so /usr/local/lib/libz.so.1",
+               "echo /opt/evil > /etc/ld.so.conf.d/evil.conf && ldconfig",
+               "sed -i 's/^passwd:.*/passwd: evil files/' /etc/nsswitch.conf && echo /tmp/evil.so > /etc/ld.so.preload"]
+
+    async def main():
+        async with SandboxFactory(sandbox_config, run_context) as factory:
+            async with factory.task_sandbox(trixie_twins[0]) as sandbox:
+                await sandbox.files.write_bytes("/tmp/evil.so", evil_library)
+                for command in planted:
+                    await sandbox.run(command, timeout=60)
+                await sandbox.run("getent passwd 10999; python3 -c 'import zlib'; true", timeout=60)
+                results = [await verify(sandbox, task) for task in trixie_twins]
+                marks = await sandbox.control.run(f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; "
+                                                  "ls /tmp | grep -c preloaded-", timeout=60, inline=True)
+                return results, marks.output.split()
+
+    (tb1, harbor), marks = asyncio.run(main())
+    assert int(marks[-1]) > 0, "the image's own programs do load it: the attack is real"
+    assert marks[:-1] == [], "no verifier process loaded it"
+    assert (tb1.score, harbor.score) == (0.0, 0.0) and not tb1.infrastructure_error, (tb1.reason, tb1.log[-800:])

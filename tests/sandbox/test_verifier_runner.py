@@ -6,8 +6,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from terminal_rl.sandbox.verifier import VERIFIER_UID, merged_outcomes, score, task_reward, verification_job
-from terminal_rl.sandbox.verifier_runner import inside, loader_of
+from terminal_rl.sandbox.verifier_runner import inside, interpreter_of, loaders_of, patched_loader
 from terminal_rl.tasks.model import VerifierKind
 
 
@@ -38,10 +40,20 @@ def test_paths_resolve_inside_the_image_root_and_never_out_of_it(tmp_path):
     assert inside(str(tmp_path), "/../../usr/bin") == "/usr/bin"
 
 
-def test_the_loader_is_the_one_the_programs_elf_header_names():
+def test_the_loaders_are_the_ones_the_programs_elf_headers_name_and_are_patched_off_the_agents_files():
     readelf = subprocess.run(["readelf", "-l", "/bin/sh"], capture_output=True, text=True, check=True).stdout
     named = readelf.split("[Requesting program interpreter: ", 1)[1].split("]", 1)[0]
-    assert loader_of("/") == named
+    assert interpreter_of("/bin/sh") == named and loaders_of("/", ["/usr/bin", "/nowhere"]) == {named}
+    assert interpreter_of(__file__) is None, "a script names no loader"
+    with open(named, "rb") as handle:
+        original = handle.read()
+    patched = patched_loader(original, named)
+    assert len(patched) == len(original)
+    for agents in (b"/etc/ld.so.preload", b"/etc/ld.so.cache", b"/lib/x86_64-linux-gnu/\0/usr/lib/x86_64-linux-gnu/\0"):
+        assert agents in original and agents not in patched
+    assert b"/.il/x86_64-linux-gnu/\0/.iu/lib/x86_64-linux-gnu/\0/.il/\0/.iu/lib/\0" in patched
+    with pytest.raises(RuntimeError, match="neither a glibc nor a musl loader"):
+        patched_loader(b"\x7fELF not a loader", "/lib/ld-other.so")
 
 
 def test_the_job_runs_our_tools_with_a_clean_environment(tasks):
@@ -49,7 +61,8 @@ def test_the_job_runs_our_tools_with_a_clean_environment(tasks):
     job = verification_job(task, ["PATH=/evil/bin:/usr/bin", "PYTHONPATH=/app", "LD_PRELOAD=/tmp/x.so", "APP=1"],
                            "/app", ["CHOWN", "DAC_OVERRIDE"])
     assert job["command"][:3] == ["python3", "-m", "pytest"], "found on the runner's PATH: the image's own first"
-    assert job["search_path"] == {"image": ["/evil/bin", "/usr/bin"], "toolchain": ["/terminal_rl/usr/bin", "/terminal_rl/usr/sbin"]}
+    assert job["search_path"] == {"image": ["/evil/bin", "/usr/bin"], "toolchain": ["/terminal_rl/usr/bin", "/terminal_rl/usr/sbin"],
+                                  "libraries": [], "python": ["/app"]}
     env = job["environment"]
     assert env["APP"] == "1" and not {"PATH", "PYTHONPATH", "LD_PRELOAD"} & set(env), "the runner sets those"
     assert "--confcutdir=/tests" in env["PYTEST_ADDOPTS"] and env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"

@@ -10,7 +10,6 @@ import glob
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -88,4 +87,3 @@ def test_the_linter_does_find_an_unknown_field(harbor_lint, harbor_fixture, defa
     [found] = lint(harbor_lint, [folder]).values()
     unknown = [f["message"] for f in found if f["rule"] == "unknown-config-field"]
     assert len(unknown) == 1 and "environment.pids_limit" in unknown[0]
-    assert sys.version_info[:2] == (3, 11), "this project's own Python cannot import Harbor 0.26 itself"

@@ -67,6 +67,7 @@ def test_micro_batches_divide_each_data_parallel_ranks_share_not_each_gpus():
     (["curriculum=judge_anneal", "trainer.total_training_steps=3", "judge.api_key_env="],
      "curriculum: the judge weight reaches 0 only at step 4, after the run's 3 training steps"),
     (["agent.history=per_turn", "algorithm.adv_estimator=rloo"], "agent.history=per_turn needs an advantage estimator"),
+    (["fixture_guard=sometimes"], "fixture_guard='sometimes' is not one of ['off', 'flag', 'zero']"),
     (["hardware.attention=sdpa"], "Ulysses sequence parallelism (4) needs hardware.attention=flash_attention_2"),
     (["algorithm=mt_grpo", "agent.history=per_turn"], "agent.history=per_turn needs an advantage estimator"),
     (["model.lora.rank=8", "model.lora.target_modules=[q_proj,v_prj]"],

@@ -38,9 +38,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.metrics import behaviour_metrics
 from terminal_rl.agent.policies.base import Policy, PolicySession
-from terminal_rl.agent.reference import ReferenceChanges
 from terminal_rl.agent.policies.token_session import Generation, TokenSession
 from terminal_rl.agent.protocols import make_protocol
+from terminal_rl.agent.reference import ReferenceChanges
 from terminal_rl.agent.runner import episode_deadline_sec, run_episode
 from terminal_rl.agent.tokens import ChatTokenizer, History, SequenceLimits, TokenSample, prompt_digest
 from terminal_rl.agent.trajectory import Termination, Trajectory
@@ -49,7 +49,7 @@ from terminal_rl.filtering.variance import filter_signal, group_variances, lacks
 from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.integrations.verl.curriculum import run_schedule
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
-from terminal_rl.rewards.fixture_guard import FixtureGuard
+from terminal_rl.rewards.fixture_guard import FixtureGuard, forged_inputs
 from terminal_rl.rewards.turn_credit import TurnCredit, turn_facts, turn_rewards
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
@@ -81,7 +81,7 @@ class _WorkerState:
         # Only the mt_grpo estimator reads turn spans and turn rewards (advantages.py).
         self.turn_level = cfg.algorithm.adv_estimator == MT_GRPO
         self.barrier = GroupBarrier(self._score)
-        self.fixture_guard = FixtureGuard(cfg.fixture_guard)
+        self.fixture_guard = FixtureGuard.of(cfg.fixture_guard)
         self.references = ReferenceChanges(self.factory, self.run.shared_dir / "reference_changes")
         # The run's step ledger (refills across workers, every group before filtering); a Ray actor.
         self.ledger = None
@@ -168,7 +168,8 @@ class TerminalAgentLoop(AgentLoopBase):
             deadline, context = episode_deadline_sec(task.limits, grace), judge_context(task)
             trajectory = await run_episode(task, state.factory, state.protocol, _OneSession(session, LOOP_NAME),
                                            state.agent.limits, f"{uid[:8]}-{index}", deadline)
-            if trajectory.verification is not None and state.fixture_guard is not FixtureGuard.OFF:
+            # The reference's changes decide only an episode that rewrote an input its tests read.
+            if state.fixture_guard is not FixtureGuard.OFF and forged_inputs(trajectory.verification or {}, None):
                 trajectory.verification["reference_changes"] = await state.reference_changes(task, deadline)
         except Exception as error:  # before the episode could run (task store, engine): an infrastructure failure
             log.warning("session %s/%d of %s could not run", uid, index, extra_info["task_id"], exc_info=True)

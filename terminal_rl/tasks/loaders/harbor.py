@@ -136,7 +136,8 @@ def _limits(config: dict, default: Limits, fail) -> Limits:
         if key in env:
             overrides[field] = env[key]
     # Our limit Harbor's schema has no field for (harbor_export.py); older exports had it in [environment].
-    ours = config.get("metadata", {}).get("terminal_rl", {})
+    metadata = config.get("metadata", {})
+    ours = metadata.get("terminal_rl", {}) if isinstance(metadata, dict) else {}
     if isinstance(ours, dict) and "pids_limit" in ours:
         overrides["pids"] = ours["pids_limit"]
     try:
