@@ -14,7 +14,8 @@ import textwrap
 import pytest
 
 from terminal_rl.sandbox.attacks import attack_commands, liar, plant
-from terminal_rl.sandbox.base_images import common_image
+from terminal_rl.sandbox.base_images import common_image, common_tag
+from terminal_rl.sandbox.distribution import archive_path, fetch, present, publish
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.sandbox.verifier import VERIFIER_UID, verify
@@ -60,7 +61,13 @@ ATTACKS = attack_commands(NAMES, VERIFIER_UID)
 def trixie_twins(sandbox_config, tmp_path_factory, tasks):
     """The task (Terminal-Bench 1 kind) on a trixie image of this engine, and its Harbor export."""
     base_images = dataclasses.replace(sandbox_config.base_images, suite="trixie")
-    base = common_image(docker_client(sandbox_config.docker_host), base_images, tmp_path_factory.mktemp("trixie"))
+    # Built with debootstrap in the first engine, then handed to the other through an archive.
+    client, tag = docker_client(sandbox_config.docker_host), common_tag(base_images)
+    archive = tmp_path_factory.getbasetemp() / "trixie"
+    if not present(client, [tag]) and archive_path(archive, tag).exists():
+        fetch(client, {"base": tag}, archive)
+    base = common_image(client, base_images, tmp_path_factory.mktemp("trixie"))
+    publish(client, {"base": tag}, archive, "trixie")
     dockerfile = (f"FROM {base}\nRUN pip install --break-system-packages --no-cache-dir pytest numpy\n"
                   f"WORKDIR /app\nRUN printf '%s\\n' \"{CHECK}\" > /app/check.py\n")
     task = Task(id="trixie-sum", title="Sum", prompt="Write 15 to /app/sum.txt.", difficulty=Difficulty.EASY,
