@@ -6,14 +6,16 @@ episode reaches >= 90% of the turns its budget allows, its rows and tokens are p
 within 10%, and the step's geometry is the user's (one optimizer step a step).
 
 What only a GPU run can show: throughput, memory, vLLM's prefix cache and weight sync, FSDP
-sharding across 32 GPUs (the CPU run in test_cpu_training.py shows checkpoint retention across a
-resume with the same code)."""
+sharding across 32 GPUs, a whole step of 512 episodes (on two cores a step of the user's size takes
+far longer than CI's minutes: one episode per mode is run, the step is its geometry). The CPU run in
+test_cpu_training.py shows the trainer's checkpoint retention across a resume."""
 
 import pytest
 
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.tokens import History, bundled_qwen3_tokenizer_dir, load_tokenizer
 from terminal_rl.integrations.verl.trainer import mini_batch_prompts
+from terminal_rl.training.checkpoints import enforce_retention, saved_steps
 from terminal_rl.training.preflight import step_costs
 from tests.agent.test_context_budget import budgeted_turns
 from tests.training.conftest import train_config
@@ -102,3 +104,15 @@ def test_an_episode_at_production_lengths_runs_to_its_budget_as_preflight_estima
     n, step_rows = cfg.actor_rollout_ref.rollout.n, episodes * rows
     mini = mini_batch_prompts(step_rows, n, dp, mini_batches)
     assert mini_batches == 1 and -(-step_rows // (mini * n)) == 1, "one optimizer step a step"
+
+
+def test_the_rehearsals_run_keeps_as_many_checkpoints_as_its_retention(tmp_path):
+    """Every save of a run at the user's save_freq, each followed by the trainer's retention (as
+    ``TerminalTrainer._save_checkpoint`` does after verl's save): the folders kept are the retention."""
+    cfg = train_config(*REHEARSAL)
+    keep, every = cfg.trainer.max_actor_ckpt_to_keep, cfg.trainer.save_freq
+    for step in range(every, 6 * every + 1, every):
+        (tmp_path / f"global_step_{step}" / "actor").mkdir(parents=True)
+        (tmp_path / "latest_checkpointed_iteration.txt").write_text(str(step))
+        enforce_retention(tmp_path, keep)
+    assert keep == 2 and saved_steps(tmp_path) == [5 * every, 6 * every]
