@@ -4,7 +4,7 @@
     python -m terminal_rl.generate family=csv_report count=1000 seed=1
     python -m terminal_rl.generate source=llm generator.llm.model=openai/MODEL policy=litellm ...
 
-``source=procedural`` writes tasks from code (``generation/families``); ``source=llm`` runs the
+``source=procedural`` writes tasks from code (``tasks/families``); ``source=llm`` runs the
 generator pipeline (``generation/pipeline.py``), resumable in ``work_dir``, and ends with its funnel
 (``<work_dir>/report.json``). Train on either with ``task_set.format=harbor task_set.path=<output_dir>``.
 """
@@ -26,8 +26,8 @@ from terminal_rl.run_context import RunContext
 def procedural(cfg: DictConfig, console: Console) -> dict:
     """``count`` tasks of each family (with the generator's limits) as Harbor folders in ``output_dir``."""
     from terminal_rl.config import to_dataclass
-    from terminal_rl.generation.families import FAMILIES
-    from terminal_rl.generation.procedural import procedural_tasks
+    from terminal_rl.tasks.families import FAMILIES
+    from terminal_rl.tasks.procedural import procedural_tasks
     from terminal_rl.tasks.harbor_export import export_harbor
     from terminal_rl.tasks.model import Limits
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terminal_rl.generation.procedural import procedural_tasks
+from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.model import Limits
 
 PROMPTS = Path(__file__).resolve().parents[1] / "agent" / "protocols" / "prompts"

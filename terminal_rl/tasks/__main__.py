@@ -4,7 +4,8 @@
     python -m terminal_rl.tasks show TASK_ID [hydra overrides]   print one task
     python -m terminal_rl.tasks export-harbor OUT_DIR [overrides] write valid tasks as Harbor folders
 
-Overrides compose ``conf/prepare.yaml``, e.g. ``task_set.val_fraction=0.2 run.id=dev``.
+Overrides compose ``conf/prepare.yaml``, e.g. ``task_set.val_fraction=0.2 run.id=dev``. An entry
+point (the top floor, ``docs/architecture.md``): it may use the sandbox's base-image report.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from rich.table import Table
 
 from terminal_rl.config import compose
 from terminal_rl.run_context import RunContext
+from terminal_rl.sandbox.base_image_report import report_base_images
+from terminal_rl.sandbox.config import SandboxConfig
+from terminal_rl.tasks.dockerfile import task_set_images
 from terminal_rl.tasks.harbor_export import export_harbor
 from terminal_rl.tasks.loaders import TaskSourceError
 from terminal_rl.tasks.model import Difficulty, Task
@@ -46,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "prepare":
             prepared = prepare_task_set(task_set, RunContext.from_config(cfg.run), cfg.agent.loop_name)
             print_summary(prepared)
-            report_base_images(cfg, prepared)
+            report_base_images(SandboxConfig.from_node(cfg.sandbox), task_set_images(prepared.train + prepared.val),
+                               prepared.report_file, console)
             return 0
         report = validate_tasks(*_loaded(task_set))
         if args.command == "show":
@@ -59,34 +64,6 @@ def main(argv: list[str] | None = None) -> int:
     except TaskSourceError as error:
         console.print(f"[red]error:[/red] {error}")
         return 2
-
-
-def report_base_images(cfg, prepared: PreparedTaskSet) -> None:
-    """Which images the task set builds FROM, and for each missing one how it gets here (into the
-    prepare report too): a recipe (``images bootstrap`` provides it) or the fix to apply."""
-    import json
-
-    from docker.errors import DockerException
-
-    from terminal_rl.sandbox.base_images import plan
-    from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
-    from terminal_rl.tasks.dockerfile import task_set_images
-
-    references = task_set_images(prepared.train + prepared.val)
-    sandbox = SandboxConfig.from_node(cfg.sandbox)
-    try:
-        needs = plan(docker_client(sandbox.docker_host), sandbox.base_images, references)
-    except DockerException as error:
-        console.print(f"base images: {len(references)} named; not checked, no container engine answers ({error})")
-        return
-    console.print(f"base images: {len(references)} named, {len(needs.provide)} missing with a recipe "
-                  f"(`python -m terminal_rl.sandbox images bootstrap` provides them), {len(needs.unmatched)} with none")
-    for fix in needs.unmatched.values():
-        console.print(f"[yellow]missing:[/yellow] {fix}")
-    report = json.loads(prepared.report_file.read_text(encoding="utf-8"))
-    report["base_images"] = {"named": references, "missing_with_recipe": needs.provide, "missing_no_recipe": needs.unmatched}
-    prepared.report_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 def _loaded(task_set):

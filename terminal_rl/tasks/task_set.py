@@ -42,7 +42,7 @@ class TaskSetConfig:
     # Keep only these difficulties / task ids (empty: all).
     difficulties: list[str] = field(default_factory=list)
     task_ids: list[str] = field(default_factory=list)
-    # procedural only: count, seed, levels and exclude_seeds/_count/_levels of generation/procedural.py.
+    # procedural only: count, seed, levels and exclude_seeds/_count/_levels of tasks/procedural.py.
     procedural: dict[str, Any] = field(default_factory=dict)
     # Validate on another source instead of val_fraction of this one (e.g. a held-out seed of a
     # procedural family): the keys that differ from this config (dict values merge). Empty: a split.
@@ -87,7 +87,7 @@ def load_valid_tasks(config: TaskSetConfig) -> list:
 def load_task_set(config: TaskSetConfig) -> LoadResult:
     """Load the configured source, keeping only the configured difficulties and task ids."""
     if config.format == SourceFormat.PROCEDURAL:
-        from terminal_rl.generation.procedural import procedural_tasks
+        from terminal_rl.tasks.procedural import procedural_tasks
 
         result = LoadResult(procedural_tasks(config.path, limits=config.limits, **config.procedural))
     else:

@@ -2,7 +2,7 @@
 
 The chain is our own apps, each in its own process and each resumable:
 0. ``python -m terminal_rl.models.tiny``: the ``model`` preset's random model (and tokenizer);
-1. demonstrations: the train split's solutions as model turns (``generation/demonstrations.py``,
+1. demonstrations: the train split's solutions as model turns (``tasks/demonstrations.py``,
    a disclosed ``mistake_share`` per level of them wrong in a plausible way);
 2. ``python -m terminal_rl.evaluate policy=scripted``: played in real sandboxes and verified, so the
    records carry real observations and scores;
@@ -28,7 +28,7 @@ from terminal_rl.config import project_path
 def ensure_warm_start(cfg: DictConfig, console) -> Path:
     """The warm-started model, made first if missing. Raises when a step of the chain fails, naming
     the step and its log."""
-    from terminal_rl.generation.demonstrations import demonstrations
+    from terminal_rl.tasks.demonstrations import demonstrations
     from terminal_rl.tasks.prepare import train_and_val
     from terminal_rl.tasks.task_set import task_set_config
 

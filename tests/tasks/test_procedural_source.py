@@ -5,7 +5,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from terminal_rl.config import compose
-from terminal_rl.generation.procedural import procedural_tasks
+from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.task_set import task_set_config, validation_source
 from terminal_rl.training.preflight import check_dataset

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from terminal_rl.generation.families import FAMILIES
-from terminal_rl.generation.families.base import DOCKERFILE
+from terminal_rl.tasks.families import FAMILIES
+from terminal_rl.tasks.families.base import DOCKERFILE
 from terminal_rl.tasks.model import Difficulty, Environment, Limits, Task, VerifierKind
 
 TEST_FILE = "test_outputs.py"

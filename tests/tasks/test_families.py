@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from terminal_rl.generation.families import FAMILIES
-from terminal_rl.generation.procedural import procedural_tasks
 from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.sandbox.verifier import verify
+from terminal_rl.tasks.families import FAMILIES
+from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.validation import validate_tasks
 from tests.support import SMALL_LIMITS
 

@@ -3,8 +3,8 @@ each level's disclosed share of the tasks that have one, the same on every call.
 
 import pytest
 
-from terminal_rl.generation.demonstrations import demonstration_turns, demonstrations
-from terminal_rl.generation.procedural import procedural_tasks
+from terminal_rl.tasks.demonstrations import demonstration_turns, demonstrations
+from terminal_rl.tasks.procedural import procedural_tasks
 from tests.support import SMALL_LIMITS
 
 

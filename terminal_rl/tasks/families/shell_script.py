@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from terminal_rl.generation.families.base import FamilyTask, pytest_file
+from terminal_rl.tasks.families.base import FamilyTask, pytest_file
 from terminal_rl.tasks.model import Difficulty
 
 NAME = "shell_script"

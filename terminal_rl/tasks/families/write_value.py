@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from terminal_rl.generation.families.base import FamilyTask, pytest_file, read_text_helper
+from terminal_rl.tasks.families.base import FamilyTask, pytest_file, read_text_helper
 from terminal_rl.tasks.model import Difficulty
 
 NAME = "write_value"

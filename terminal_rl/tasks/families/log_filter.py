@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from terminal_rl.generation.families.base import FamilyTask, pytest_file, read_text_helper
+from terminal_rl.tasks.families.base import FamilyTask, pytest_file, read_text_helper
 from terminal_rl.tasks.model import Difficulty
 
 NAME = "log_filter"

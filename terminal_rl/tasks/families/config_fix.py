@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from terminal_rl.generation.families.base import FamilyTask, pytest_file
+from terminal_rl.tasks.families.base import FamilyTask, pytest_file
 from terminal_rl.tasks.model import Difficulty
 
 NAME = "config_fix"
