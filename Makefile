@@ -5,7 +5,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed-cpu
 
-.PHONY: run test services install clean-venv
+.PHONY: run test test-fast services install clean-venv
 
 # On a machine without a GPU: the learning proof's treatment, one seed (README, "The main job").
 run: install services
@@ -14,6 +14,10 @@ run: install services
 # Two workers, one per core: tests sharing a run stay in one worker (tests/conftest.py).
 test: install services
 	$(PYTHON) -m pytest -n 2 --dist loadgroup $(ARGS)
+
+# Day-to-day: the tests that need no container engine, Slurm, Ray or training (about 2 minutes).
+test-fast: install
+	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "not docker and not slurm and not verl and not ray" $(ARGS)
 
 # Docker daemon (started when none answers) and the offline base images.
 services: install

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.sandbox.owner import process_is_running
 
@@ -34,6 +36,7 @@ def test_child_gets_sigterm_when_the_task_is_sigkilled():
         time.sleep(0.1)
 
 
+@pytest.mark.ray
 def test_a_ray_node_survives_slurms_warning_signal():
     """Slurm's --signal reaches every process of the step; SIGUSR2's default action would end the raylet,
     the GCS and `ray start` (it does, without the hook). Real Ray, started as ray_node starts it."""

@@ -197,6 +197,7 @@ def test_auto_ca_injection_follows_the_host_bundle_variables(sandbox_config, tmp
         ca_bundle(replace(auto, inject_ca="sometimes"), {})
 
 
+@pytest.mark.docker
 def test_pip_install_at_build_needs_the_host_ca_behind_the_proxy(csv_task, sandbox_config, tmp_path):
     """Measured here: pip reaches the package index from a build only with the host's CA injected."""
     task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN pip download --no-deps -d /tmp/wheels six==1.16.0 "
