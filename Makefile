@@ -5,7 +5,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed-cpu
 
-.PHONY: run test test-fast services install clean-venv
+.PHONY: run test test-fast lint services install clean-venv
 
 # On a machine without a GPU: the learning proof's treatment, one seed (README, "The main job").
 run: install services
@@ -18,6 +18,11 @@ test: install services
 # Day-to-day: the tests that need no container engine, Slurm, Ray or training (about 2 minutes).
 test-fast: install
 	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "not docker and not slurm and not verl and not ray" $(ARGS)
+
+# Format and lint check (ruff, configured in pyproject.toml); `ruff format .` applies the format.
+lint: install
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 
 # Docker daemon (started when none answers) and the offline base images.
 services: install

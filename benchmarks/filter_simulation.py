@@ -63,8 +63,13 @@ def run(strategy: str, probabilities: np.ndarray, steps: int, rng: np.random.Gen
         if strategy == "periodic_pass_rate":
             parked = {int(t) for t in tracker.update(samples)}
     useful = trained - zero
-    return {"zero_variance_fraction": zero / trained, "rollouts_per_useful_group": rollouts / max(useful, 1),
-            "refills_per_step": refills / steps, "pool": float(len(pool)), "parked_at_end": float(len(parked))}
+    return {
+        "zero_variance_fraction": zero / trained,
+        "rollouts_per_useful_group": rollouts / max(useful, 1),
+        "refills_per_step": refills / steps,
+        "pool": float(len(pool)),
+        "parked_at_end": float(len(parked)),
+    }
 
 
 def main() -> None:
@@ -73,16 +78,21 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     probabilities = task_probabilities(np.random.default_rng(args.seed))
-    print(f"{TASKS} tasks (never solved {np.mean(probabilities == 0):.0%}, always {np.mean(probabilities == 1):.0%}), "
-          f"groups of {GROUP}, {GROUPS_PER_STEP} groups/step, {args.steps} steps; reference: 40% zero-variance groups")
+    print(
+        f"{TASKS} tasks (never solved {np.mean(probabilities == 0):.0%}, always {np.mean(probabilities == 1):.0%}), "
+        f"groups of {GROUP}, {GROUPS_PER_STEP} groups/step, {args.steps} steps; reference: 40% zero-variance groups"
+    )
     baseline = None
     for strategy in ("none", "pass_rate", "online_variance", "periodic_pass_rate"):
         result = run(strategy, probabilities, args.steps, np.random.default_rng(args.seed + 1))
         baseline = baseline or result
-        print(f"{strategy:>18}: zero-variance groups {result['zero_variance_fraction']:6.1%}  "
-              f"rollouts per useful group {result['rollouts_per_useful_group']:6.1f} "
-              f"({result['rollouts_per_useful_group'] / baseline['rollouts_per_useful_group']:.2f}x none)  "
-              f"refills/step {result['refills_per_step']:.2f}  pool {result['pool']:.0f}  parked {result['parked_at_end']:.0f}")
+        print(
+            f"{strategy:>18}: zero-variance groups {result['zero_variance_fraction']:6.1%}  "
+            f"rollouts per useful group {result['rollouts_per_useful_group']:6.1f} "
+            f"({result['rollouts_per_useful_group'] / baseline['rollouts_per_useful_group']:.2f}x none)  "
+            f"refills/step {result['refills_per_step']:.2f}  pool {result['pool']:.0f}  parked "
+            f"{result['parked_at_end']:.0f}"
+        )
 
 
 if __name__ == "__main__":

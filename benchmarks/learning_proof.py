@@ -42,10 +42,24 @@ from terminal_rl.analysis import load_metrics, load_trajectories, validation_sco
 RESULTS = ROOT / "benchmarks" / "results"
 ARMS = {"treatment": [], "control": ["algorithm=grpo_shuffled"]}
 # verl's per-phase timings (seconds) reported for each arm: mean over its steps.
-PHASES = ["timing_s/step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/ref", "timing_s/adv",
-          "timing_s/update_actor", "timing_s/update_weights", "timing_s/testing", "timing_s/save_checkpoint"]
-TARGETS = {"mean_gain_min": 0.20, "seed_gain_min": 0.12, "control_change_max": 0.05, "minutes_per_seed_max": 60,
-           "minutes_all_seeds_max": 180}
+PHASES = [
+    "timing_s/step",
+    "timing_s/gen",
+    "timing_s/old_log_prob",
+    "timing_s/ref",
+    "timing_s/adv",
+    "timing_s/update_actor",
+    "timing_s/update_weights",
+    "timing_s/testing",
+    "timing_s/save_checkpoint",
+]
+TARGETS = {
+    "mean_gain_min": 0.20,
+    "seed_gain_min": 0.12,
+    "control_change_max": 0.05,
+    "minutes_per_seed_max": 60,
+    "minutes_all_seeds_max": 180,
+}
 
 
 def arm_order(key: tuple[int, str]) -> tuple[int, int]:
@@ -75,8 +89,10 @@ def held_out_by_level(run_dir: Path, levels: dict[str, str]) -> dict[int, dict[s
     if unknown := sorted(set(val["task_id"]) - set(levels)):
         raise ValueError(f"{run_dir}: validation tasks {unknown[:5]} are not the experiment's held-out tasks")
     val = val.assign(level=val["task_id"].map(levels), passed=val["score"] == 1.0)
-    return {int(step): {level: float(rate) for level, rate in group.groupby("level")["passed"].mean().items()}
-            for step, group in val.groupby("step")}
+    return {
+        int(step): {level: float(rate) for level, rate in group.groupby("level")["passed"].mean().items()}
+        for step, group in val.groupby("step")
+    }
 
 
 def experiment(output_root: Path, extra: list[str]):
@@ -125,13 +141,17 @@ def set_aside(kept: dict[tuple[int, str], dict], chosen: list[tuple[int, str]], 
 def unpaired(kept: dict[tuple[int, str], dict], seeds_to_run: set[int], digest: str) -> list[tuple[int, str]]:
     """Recorded arms of the seeds about to run whose warm start was another (a fresh checkout remakes
     it): rerun with their partner, so both arms of a seed start from the same model."""
-    return [key for key, arm in kept.items() if key[0] in seeds_to_run and arm.get("warm_start_weights_sha256") != digest]
+    return [
+        key for key, arm in kept.items() if key[0] in seeds_to_run and arm.get("warm_start_weights_sha256") != digest
+    ]
 
 
 def with_int_steps(arm: dict) -> dict:
     """An arm read back from JSON, its curves keyed by step number again (JSON keys are strings)."""
-    return {**arm, **{curve: {int(k): v for k, v in arm[curve].items()}
-                      for curve in ("held_out_pass_rate", "held_out_by_level")}}
+    return {
+        **arm,
+        **{curve: {int(k): v for k, v in arm[curve].items()} for curve in ("held_out_pass_rate", "held_out_by_level")},
+    }
 
 
 def weights_digest(model_dir: Path) -> str:
@@ -149,8 +169,16 @@ def warm_start(cfg) -> float:
     return (time.time() - start) / 60
 
 
-def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str], levels: dict[str, str],
-            key: str, warm_start_digest: str) -> dict:
+def run_arm(
+    seed: int,
+    arm: str,
+    steps: int,
+    output_root: Path,
+    extra: list[str],
+    levels: dict[str, str],
+    key: str,
+    warm_start_digest: str,
+) -> dict:
     run_dir = output_root / run_id(seed, arm)
     done, stamp = run_dir / "benchmark_arm.json", run_dir / "benchmark_fingerprint"
     if done.is_file() and (finished := with_int_steps(json.loads(done.read_text()))).get("fingerprint") == key:
@@ -161,9 +189,18 @@ def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str]
     run_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(key)
     resumed = (run_dir / "checkpoints").exists()
-    command = [sys.executable, "-m", "terminal_rl.train", "experiment=learning_proof", f"run.id={run_id(seed, arm)}",
-               f"run.output_root={output_root}", f"task_set.split_seed={seed}", f"trainer.total_training_steps={steps}",
-               *ARMS[arm], *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "terminal_rl.train",
+        "experiment=learning_proof",
+        f"run.id={run_id(seed, arm)}",
+        f"run.output_root={output_root}",
+        f"task_set.split_seed={seed}",
+        f"trainer.total_training_steps={steps}",
+        *ARMS[arm],
+        *extra,
+    ]
     print(f"== seed {seed}, {arm}: {' '.join(command[2:])}", flush=True)
     start = time.time()
     if subprocess.run(command, cwd=ROOT).returncode != 0:
@@ -173,13 +210,21 @@ def run_arm(seed: int, arm: str, steps: int, output_root: Path, extra: list[str]
         raise SystemExit(f"seed {seed} {arm}: no held-out pass rate at step 0 and {steps} in {run_dir}/logs")
     metrics = load_metrics(run_dir)
     # minutes: this sitting's wall time (resumed: the part after the checkpoint only).
-    result = {"seed": seed, "arm": arm, "fingerprint": key, "command": " ".join(command[2:]), "run_dir": str(run_dir),
-              "minutes": (time.time() - start) / 60, "resumed": resumed,
-              "warm_start_weights_sha256": warm_start_digest,
-              "held_out_pass_rate": curve, "gain": curve[steps] - curve[0],
-              "held_out_by_level": held_out_by_level(run_dir, levels),
-              "train_pass_rate": {int(s): float(v) for s, v in metrics.get("reward/pass_rate", {}).dropna().items()},
-              "phase_seconds": {p: float(metrics[p].mean()) for p in PHASES if p in metrics}}
+    result = {
+        "seed": seed,
+        "arm": arm,
+        "fingerprint": key,
+        "command": " ".join(command[2:]),
+        "run_dir": str(run_dir),
+        "minutes": (time.time() - start) / 60,
+        "resumed": resumed,
+        "warm_start_weights_sha256": warm_start_digest,
+        "held_out_pass_rate": curve,
+        "gain": curve[steps] - curve[0],
+        "held_out_by_level": held_out_by_level(run_dir, levels),
+        "train_pass_rate": {int(s): float(v) for s, v in metrics.get("reward/pass_rate", {}).dropna().items()},
+        "phase_seconds": {p: float(metrics[p].mean()) for p in PHASES if p in metrics},
+    }
     done.write_text(json.dumps(result, indent=2) + "\n")
     return with_int_steps(json.loads(done.read_text()))
 
@@ -196,15 +241,21 @@ def summary(arms: list[dict], seeds: list[int]) -> dict:
     minutes = [by[s, "treatment"]["minutes"] + by[s, "control"]["minutes"] for s in seeds]
     return {
         "post_sft_pass_rate": by[seeds[0], "treatment"]["held_out_pass_rate"][0],
-        "treatment_gain": dict(zip(map(str, seeds), gains)), "mean_treatment_gain": sum(gains) / len(gains),
-        "control_change": dict(zip(map(str, seeds), controls)), "minutes_per_seed": dict(zip(map(str, seeds), minutes)),
-        "minutes_all_seeds": sum(minutes), "seeds_pending": pending,
-        "met": None if pending else {
+        "treatment_gain": dict(zip(map(str, seeds), gains)),
+        "mean_treatment_gain": sum(gains) / len(gains),
+        "control_change": dict(zip(map(str, seeds), controls)),
+        "minutes_per_seed": dict(zip(map(str, seeds), minutes)),
+        "minutes_all_seeds": sum(minutes),
+        "seeds_pending": pending,
+        "met": None
+        if pending
+        else {
             "mean_gain": sum(gains) / len(gains) >= TARGETS["mean_gain_min"],
             "every_seed_gain": min(gains) >= TARGETS["seed_gain_min"],
             "control_flat": max(abs(c) for c in controls) <= TARGETS["control_change_max"],
             "minutes_per_seed": max(minutes) <= TARGETS["minutes_per_seed_max"],
-            "minutes_all_seeds": sum(minutes) <= TARGETS["minutes_all_seeds_max"]},
+            "minutes_all_seeds": sum(minutes) <= TARGETS["minutes_all_seeds_max"],
+        },
     }
 
 
@@ -221,11 +272,22 @@ def plot(arms: list[dict], path: Path) -> None:
         steps = sorted(arm["held_out_pass_rate"])
         # Each later seed drawn thinner, so equal curves show as nested lines instead of hiding each other.
         rank = seeds.index(arm["seed"])
-        ax.plot(steps, [arm["held_out_pass_rate"][s] for s in steps], marker="o", color=colours(arm["seed"]),
-                linewidth=4.5 - 1.4 * rank, markersize=11 - 3 * rank,
-                linestyle="-" if arm["arm"] == "treatment" else "--", label=f"seed {arm['seed']} {arm['arm']}")
-    ax.set(xlabel="GRPO step", ylabel="held-out pass rate (greedy)", ylim=(0, 1),
-           title="Tiny model on write_value: GRPO vs shuffled-reward control")
+        ax.plot(
+            steps,
+            [arm["held_out_pass_rate"][s] for s in steps],
+            marker="o",
+            color=colours(arm["seed"]),
+            linewidth=4.5 - 1.4 * rank,
+            markersize=11 - 3 * rank,
+            linestyle="-" if arm["arm"] == "treatment" else "--",
+            label=f"seed {arm['seed']} {arm['arm']}",
+        )
+    ax.set(
+        xlabel="GRPO step",
+        ylabel="held-out pass rate (greedy)",
+        ylim=(0, 1),
+        title="Tiny model on write_value: GRPO vs shuffled-reward control",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncols=2)
     fig.savefig(path, dpi=120)
@@ -234,10 +296,18 @@ def plot(arms: list[dict], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS),
-                        help="run only these arms now (the report keeps the others already recorded)")
-    parser.add_argument("--rerun", action="store_true",
-                        help="run the chosen seeds and arms again even if recorded (the records become superseded)")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=list(ARMS),
+        default=list(ARMS),
+        help="run only these arms now (the report keeps the others already recorded)",
+    )
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run the chosen seeds and arms again even if recorded (the records become superseded)",
+    )
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--output-root", type=Path, default=ROOT / "outputs")
     parser.add_argument("--out", type=Path, default=RESULTS / "learning_proof")
@@ -265,20 +335,27 @@ def main() -> None:
         levels = held_out_task_levels(cfg)
     seeds = sorted(set(args.seeds) | {seed for seed, _ in results})
     # The command that makes every recorded figure from scratch (a sitting may run only some arms).
-    command = " ".join(["benchmarks/learning_proof.py", "--seeds", *map(str, seeds), "--steps", str(args.steps),
-                        *args.overrides])
+    command = " ".join(
+        ["benchmarks/learning_proof.py", "--seeds", *map(str, seeds), "--steps", str(args.steps), *args.overrides]
+    )
 
     def write_report() -> None:
         arms = [results[k] for k in sorted(results, key=arm_order)]
-        report = {"command": command, "fingerprints": keys, "targets": TARGETS, "warm_start_minutes": warm_minutes,
-                  "summary": summary(arms, seeds), "arms": arms, "superseded": superseded}
+        report = {
+            "command": command,
+            "fingerprints": keys,
+            "targets": TARGETS,
+            "warm_start_minutes": warm_minutes,
+            "summary": summary(arms, seeds),
+            "arms": arms,
+            "superseded": superseded,
+        }
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(report, indent=2) + "\n")
         plot(arms, args.out.with_suffix(".png"))
 
     for seed, arm in to_run:
-        results[seed, arm] = run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels, keys[arm],
-                                     digest)
+        results[seed, arm] = run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels, keys[arm], digest)
         write_report()  # after every arm, so a stopped sitting keeps what it finished
     if results and not to_run:
         write_report()  # nothing to run: the recorded arms judged against today's targets

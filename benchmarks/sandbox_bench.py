@@ -24,8 +24,15 @@ from terminal_rl.sandbox.sandbox import SandboxFactory, SandboxSpec
 from terminal_rl.tasks.model import Limits
 
 IMAGE = "ghcr.io/laude-institute/t-bench/python-3-13:20250620"
-LIMITS = Limits(agent_timeout_sec=600, verifier_timeout_sec=60, build_timeout_sec=600, cpus=1.0, memory_mb=256,
-                pids=128, network=False)
+LIMITS = Limits(
+    agent_timeout_sec=600,
+    verifier_timeout_sec=60,
+    build_timeout_sec=600,
+    cpus=1.0,
+    memory_mb=256,
+    pids=128,
+    network=False,
+)
 # The fixed scripted workload of one benchmark rollout: mixed shell, Python and file-tool steps.
 WORKLOAD = (
     "cd /tmp && mkdir -p work && cd work",
@@ -85,8 +92,9 @@ async def rollout(factory: SandboxFactory, errors: list[str]) -> None:
 async def main(quick: bool) -> None:
     n = 50 if quick else 200
     config = SandboxConfig.from_node(compose("services").sandbox)
-    run = RunContext.from_config(RunConfig(id="bench", output_root="/tmp/terminal_rl-bench",
-                                           node_local_root="/tmp/terminal_rl-bench"))
+    run = RunContext.from_config(
+        RunConfig(id="bench", output_root="/tmp/terminal_rl-bench", node_local_root="/tmp/terminal_rl-bench")
+    )
     client = docker_client(config.docker_host)
     async with SandboxFactory(config, run) as factory:
         ready = []
@@ -117,12 +125,24 @@ async def main(quick: bool) -> None:
 
     exec_p50, session_p50 = statistics.median(baseline), statistics.median(single)
     print(f"docker exec round trip (baseline): p50 {ms(exec_p50)}  (n={len(baseline)})")
-    print(f"session round trip:                p50 {ms(session_p50)}  p99 {ms(percentile(single, 0.99))}  (n={len(single)})")
+    print(
+        f"session round trip:                p50 {ms(session_p50)}  p99 {ms(percentile(single, 0.99))}  "
+        f"(n={len(single)})"
+    )
     print(f"  speed-up over docker exec:       {exec_p50 / session_p50:.1f}x   (target >= 15x, p50 <= 5 ms)")
-    print(f"32 sessions busy at once:          p50 {ms(statistics.median(busy))}  p99 {ms(percentile(busy, 0.99))}  (n={len(busy)})")
-    print(f"container ready (cached image):    p50 {statistics.median(ready):.3f} s  max {max(ready):.3f} s  (target p50 <= 0.6 s)")
-    print(f"32 concurrent sandboxes, mixed load: {rollouts} rollouts of {len(WORKLOAD)} commands + 2 file ops "
-          f"in {elapsed:.1f} s = {rollouts / elapsed * 60:.0f} rollouts/min; errors {len(errors)}; leaked containers {len(leaked)}")
+    print(
+        f"32 sessions busy at once:          p50 {ms(statistics.median(busy))}  p99 {ms(percentile(busy, 0.99))}  "
+        f"(n={len(busy)})"
+    )
+    print(
+        f"container ready (cached image):    p50 {statistics.median(ready):.3f} s  max {max(ready):.3f} s  (target "
+        "p50 <= 0.6 s)"
+    )
+    print(
+        f"32 concurrent sandboxes, mixed load: {rollouts} rollouts of {len(WORKLOAD)} commands + 2 file ops "
+        f"in {elapsed:.1f} s = {rollouts / elapsed * 60:.0f} rollouts/min; errors {len(errors)}; leaked containers "
+        f"{len(leaked)}"
+    )
     for error in errors[:5]:
         print("  error:", error)
 

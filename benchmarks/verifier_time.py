@@ -22,14 +22,17 @@ from terminal_rl.sandbox.sandbox import SandboxFactory
 from terminal_rl.sandbox.verifier import verify
 from terminal_rl.tasks.task_set import load_task_set, task_set_config
 
-SOLUTIONS = {"csv-file-parsing-amount-sum":
-             "printf '%s\\n' 'import csv' \"print(sum(float(r['Amount']) for r in csv.DictReader(open('data.csv'))))\" > parser.py"}
+SOLUTIONS = {
+    "csv-file-parsing-amount-sum": "printf '%s\\n' 'import csv' "
+    "\"print(sum(float(r['Amount']) for r in csv.DictReader(open('data.csv'))))\" > parser.py"
+}
 
 
 async def measure(task, repeats: int) -> tuple[list[float], list[float], list[float]]:
     config = SandboxConfig.from_node(compose("services").sandbox)
-    run = RunContext.from_config(RunConfig(id="verifier-bench", output_root="/tmp/terminal_rl-bench",
-                                           node_local_root="/tmp/terminal_rl-bench"))
+    run = RunContext.from_config(
+        RunConfig(id="verifier-bench", output_root="/tmp/terminal_rl-bench", node_local_root="/tmp/terminal_rl-bench")
+    )
     hardened, bare, scores = [], [], []
     async with SandboxFactory(config, run) as factory, factory.task_sandbox(task) as sandbox:
         await sandbox.run(SOLUTIONS[task.id], timeout=60)
@@ -54,8 +57,10 @@ def main() -> None:
     [task] = [t for t in load_task_set(task_set_config(compose("evaluate").task_set)).tasks if t.id == args.task]
     hardened, bare, scores = asyncio.run(measure(task, args.repeats))
     print(f"task {task.id}: scores {sorted(set(scores))}")
-    print(f"verification (verify):        median {statistics.median(hardened):.2f} s  "
-          f"min {min(hardened):.2f}  max {max(hardened):.2f}  (n={len(hardened)})")
+    print(
+        f"verification (verify):        median {statistics.median(hardened):.2f} s  "
+        f"min {min(hardened):.2f}  max {max(hardened):.2f}  (n={len(hardened)})"
+    )
     print(f"bare pytest in the sandbox:   median {statistics.median(bare):.2f} s  (n={len(bare)})")
     print(f"ratio: {statistics.median(hardened) / statistics.median(bare):.1f}x")
 

@@ -29,8 +29,11 @@ def load_metrics(run_dir: str | Path) -> pd.DataFrame:
 
 def columns(metrics: pd.DataFrame, prefix: str, suffix: str = "") -> pd.DataFrame:
     """The columns ``<prefix><name><suffix>``, renamed to ``<name>`` (e.g. ``reward/`` + ``/mean``)."""
-    names = {c: c[len(prefix):len(c) - len(suffix)] for c in metrics.columns
-             if c.startswith(prefix) and c.endswith(suffix) and "/" not in c[len(prefix):len(c) - len(suffix)]}
+    names = {
+        c: c[len(prefix) : len(c) - len(suffix)]
+        for c in metrics.columns
+        if c.startswith(prefix) and c.endswith(suffix) and "/" not in c[len(prefix) : len(c) - len(suffix)]
+    }
     return metrics[list(names)].rename(columns=names)
 
 
@@ -54,13 +57,22 @@ def load_trajectories(run_dir: str | Path) -> pd.DataFrame:
         for line in path.read_text(encoding="utf-8").splitlines():
             trajectory = json.loads(line)
             meta = trajectory.get("metadata", {})
-            rows.append({"split": match["split"], "step": int(match["step"]), "task_id": trajectory["task_id"],
-                         "termination": trajectory["termination"], "reward": meta.get("reward"),
-                         "score": (trajectory.get("verification") or {}).get("score"),
-                         "turns": len(trajectory["turns"]), "masked": bool(meta.get("masked")),
-                         "stage": meta.get("stage")})
-    return pd.DataFrame(rows, columns=["split", "step", "task_id", "termination", "reward", "score", "turns", "masked",
-                                       "stage"])
+            rows.append(
+                {
+                    "split": match["split"],
+                    "step": int(match["step"]),
+                    "task_id": trajectory["task_id"],
+                    "termination": trajectory["termination"],
+                    "reward": meta.get("reward"),
+                    "score": (trajectory.get("verification") or {}).get("score"),
+                    "turns": len(trajectory["turns"]),
+                    "masked": bool(meta.get("masked")),
+                    "stage": meta.get("stage"),
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["split", "step", "task_id", "termination", "reward", "score", "turns", "masked", "stage"]
+    )
 
 
 def failure_modes(trajectories: pd.DataFrame, split: str = "train") -> pd.DataFrame:

@@ -32,10 +32,15 @@ def cpu_training_dtype() -> str:
 # Arithmetic for configs that derive one setting from others (e.g. response length = context -
 # prompt), and the CPU's training dtype. Registered only in the driver: configs are resolved there
 # before any worker sees them.
-for _name, _fn in (("tr.sub", lambda a, b: a - b), ("tr.mul", lambda a, b: a * b), ("tr.div", lambda a, b: a // b),
-                   ("tr.min", lambda a, b: min(a, b)), ("tr.eq", lambda a, b: a == b),
-                   ("tr.coalesce", lambda a, b: b if a is None else a),
-                   ("tr.cpu_dtype", cpu_training_dtype)):
+for _name, _fn in (
+    ("tr.sub", lambda a, b: a - b),
+    ("tr.mul", lambda a, b: a * b),
+    ("tr.div", lambda a, b: a // b),
+    ("tr.min", lambda a, b: min(a, b)),
+    ("tr.eq", lambda a, b: a == b),
+    ("tr.coalesce", lambda a, b: b if a is None else a),
+    ("tr.cpu_dtype", cpu_training_dtype),
+):
     if not OmegaConf.has_resolver(_name):
         OmegaConf.register_new_resolver(_name, _fn)
 

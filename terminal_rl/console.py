@@ -24,7 +24,6 @@ from rich.console import Console as RichConsole
 from terminal_rl.analysis import validation_score
 from terminal_rl.run_context import RunContext
 
-
 # Starts each launch's part of the log file (a resumed run appends to it).
 LAUNCH_MARKER = "==== terminal_rl launch"
 
@@ -45,36 +44,60 @@ def log_row(log_file: Path) -> tuple[str, str]:
 
 def task_counts(source: str | Path, counts: dict[str, dict[str, int]]) -> str:
     """``source: split N (n difficulty / ...), ...`` (pure); ``counts``: split -> difficulty -> tasks."""
-    splits = ", ".join(f"{split} {sum(c.values())} (" + " / ".join(f"{n} {d}" for d, n in c.items() if n) + ")"
-                       for split, c in counts.items())
+    splits = ", ".join(
+        f"{split} {sum(c.values())} (" + " / ".join(f"{n} {d}" for d, n in c.items() if n) + ")"
+        for split, c in counts.items()
+    )
     return f"{Path(source).name}: {splits}"
 
 
-def header_lines(run_id: str, run_dir: Path, task_counts_by_split: dict[str, dict[str, int]], settings: dict,
-                 total_steps: int) -> list[str]:
+def header_lines(
+    run_id: str, run_dir: Path, task_counts_by_split: dict[str, dict[str, int]], settings: dict, total_steps: int
+) -> list[str]:
     """The training run in a few lines (pure): what trains on what, with which reward, curriculum and
     filter. ``settings``: the composed config's ``task_set``, ``model``, ``hardware``, ``reward_mix``,
     ``curriculum``, ``data_filter`` and ``algorithm`` (plain dicts)."""
     mix = " + ".join(f"{name} {weight:g}" for name, weight in settings["reward_mix"]["weights"].items())
     curriculum = settings["curriculum"]
     stages = [stage["name"] for stage in curriculum.get("stages", [])]
-    judge = [max(stage["judge_weights"].values(), default=0.0) for stage in curriculum.get("stages", [])
-             if "judge_weights" in stage]
+    judge = [
+        max(stage["judge_weights"].values(), default=0.0)
+        for stage in curriculum.get("stages", [])
+        if "judge_weights" in stage
+    ]
     if judge and max(judge) > 0:
-        mix = f"tests + judge, the judge's weight set by the curriculum ({judge[0]:g} in the first stage, {judge[-1]:g} last)"
+        mix = (
+            f"tests + judge, the judge's weight set by the curriculum ({judge[0]:g} in the first stage, "
+            f"{judge[-1]:g} last)"
+        )
     hardware, lora, algorithm = settings["hardware"], settings["model"].get("lora", {}), settings.get("algorithm", {})
-    algorithm = (f"{algorithm.get('adv_estimator', 'grpo')}"
-                 + ("" if algorithm.get("norm_adv_by_std_in_grpo", True) else " (not divided by the group's std)")
-                 + (f", LoRA rank {lora['rank']} alpha {lora['alpha']}" if lora.get("rank") else ", full fine-tuning"))
-    return app_header("train", run_id, run_dir, [
-        ("tasks", task_counts(settings["task_set"]["path"], task_counts_by_split)),
-        ("model", f"{settings['model']['name']} on {hardware['name']} ({hardware['nodes']} node(s) x "
-                  f"{hardware['gpus_per_node']} {'GPU' if hardware['device'] == 'cuda' else hardware['device']}), "
-                  f"{total_steps} steps"),
-        ("algorithm", algorithm),
-        ("reward", mix),
-        ("curriculum", f"{curriculum['kind']}" + (f" ({' -> '.join(stages)})" if stages else "")
-         + f"   filter {settings['data_filter']['kind']}")])
+    algorithm = (
+        f"{algorithm.get('adv_estimator', 'grpo')}"
+        + ("" if algorithm.get("norm_adv_by_std_in_grpo", True) else " (not divided by the group's std)")
+        + (f", LoRA rank {lora['rank']} alpha {lora['alpha']}" if lora.get("rank") else ", full fine-tuning")
+    )
+    return app_header(
+        "train",
+        run_id,
+        run_dir,
+        [
+            ("tasks", task_counts(settings["task_set"]["path"], task_counts_by_split)),
+            (
+                "model",
+                f"{settings['model']['name']} on {hardware['name']} ({hardware['nodes']} node(s) x "
+                f"{hardware['gpus_per_node']} {'GPU' if hardware['device'] == 'cuda' else hardware['device']}), "
+                f"{total_steps} steps",
+            ),
+            ("algorithm", algorithm),
+            ("reward", mix),
+            (
+                "curriculum",
+                f"{curriculum['kind']}"
+                + (f" ({' -> '.join(stages)})" if stages else "")
+                + f"   filter {settings['data_filter']['kind']}",
+            ),
+        ],
+    )
 
 
 def _eta(seconds: float) -> str:
@@ -85,15 +108,18 @@ def _eta(seconds: float) -> str:
 def step_line(step: int, total: int, data: dict, seconds_per_step: float) -> str:
     """One step's progress (pure): step / total, ETA, step time, test score, pass rate, reward, judge
     weight, curriculum stage, masked and filtered fractions."""
+
     def value(key: str, digits: int = 3) -> str:
         number = data.get(key)
         return "-" if number is None else f"{float(number):.{digits}f}"
 
-    return (f"step {step}/{total}  ETA {_eta((total - step) * seconds_per_step)}  "
-            f"{float(data.get('timing_s/step', 0)):.0f} s/step | tests {value('reward/tests_score')}  "
-            f"pass {value('reward/pass_rate', 2)}  reward {value('critic/score/mean')}  "
-            f"judge w {value('reward/weight/judge', 2)}  stage {value('curriculum/stage', 0)}  "
-            f"masked {value('rollout/masked_fraction', 2)}  filtered {value('rollout/filtered', 2)}")
+    return (
+        f"step {step}/{total}  ETA {_eta((total - step) * seconds_per_step)}  "
+        f"{float(data.get('timing_s/step', 0)):.0f} s/step | tests {value('reward/tests_score')}  "
+        f"pass {value('reward/pass_rate', 2)}  reward {value('critic/score/mean')}  "
+        f"judge w {value('reward/weight/judge', 2)}  stage {value('curriculum/stage', 0)}  "
+        f"masked {value('rollout/masked_fraction', 2)}  filtered {value('rollout/filtered', 2)}"
+    )
 
 
 def validation_line(step: int, data: dict) -> str | None:

@@ -17,8 +17,16 @@ import hydra
 from omegaconf import DictConfig
 
 from terminal_rl.agent.config import AgentConfig
-from terminal_rl.agent.evaluation import (EvaluationPlan, build_images, evaluate, pending_pairs, print_summary,
-                                          read_results, summarize, write_summary)
+from terminal_rl.agent.evaluation import (
+    EvaluationPlan,
+    build_images,
+    evaluate,
+    pending_pairs,
+    print_summary,
+    read_results,
+    summarize,
+    write_summary,
+)
 from terminal_rl.agent.policies import make_policy
 from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.config import project_path
@@ -50,9 +58,11 @@ def header_rows(cfg: DictConfig, tasks: list, policy) -> list[tuple[str, str]]:
     """The header's tasks, policy and agent lines (shared with the filter app)."""
     counted = Counter(task.difficulty for task in tasks)
     counts = {level.value: counted[level] for level in Difficulty if counted[level]}
-    return [("tasks", task_counts(cfg.task_set.path, {cfg.split: counts})),
-            ("policy", policy.name if policy is not None else "oracle: each task's own solution script"),
-            ("agent", f"protocol {cfg.agent.protocol}, history {cfg.agent.history}")]
+    return [
+        ("tasks", task_counts(cfg.task_set.path, {cfg.split: counts})),
+        ("policy", policy.name if policy is not None else "oracle: each task's own solution script"),
+        ("agent", f"protocol {cfg.agent.protocol}, history {cfg.agent.history}"),
+    ]
 
 
 async def run_plan(plan: EvaluationPlan, factory: SandboxFactory, cfg: DictConfig, policy, console: Console) -> None:
@@ -71,18 +81,29 @@ async def run(cfg: DictConfig, console: Console) -> dict:
     plan = EvaluationPlan(tasks, cfg.attempts, cfg.concurrency, project_path(cfg.results_file))
     policy = None if cfg.policy.kind == "oracle" else make_policy(cfg.policy, AgentConfig.from_node(cfg.agent))
     run_context = RunContext.from_config(cfg.run)
-    print_header(console, "evaluate", run_context, [
-        *header_rows(cfg, tasks, policy), ("attempts", f"{cfg.attempts} per task, {cfg.concurrency} episodes at once"),
-        ("results", str(plan.results_file))])
+    print_header(
+        console,
+        "evaluate",
+        run_context,
+        [
+            *header_rows(cfg, tasks, policy),
+            ("attempts", f"{cfg.attempts} per task, {cfg.concurrency} episodes at once"),
+            ("results", str(plan.results_file)),
+        ],
+    )
     if policy is None:
         unsolved = [task.id for task in tasks if task.solution is None]
         if unsolved and len(unsolved) == len(tasks):
-            raise ValueError(f"policy=oracle runs each task's solution script, and none of the {len(tasks)} tasks of "
-                             f"task_set {cfg.task_set.path} has one (the Terminal-Bench-RL CSV ships none); "
-                             "evaluate a Harbor or Terminal-Bench task set, or choose another policy")
+            raise ValueError(
+                f"policy=oracle runs each task's solution script, and none of the {len(tasks)} tasks of "
+                f"task_set {cfg.task_set.path} has one (the Terminal-Bench-RL CSV ships none); "
+                "evaluate a Harbor or Terminal-Bench task set, or choose another policy"
+            )
         if unsolved:
-            console.print(f"{len(unsolved)} of {len(tasks)} tasks have no solution script and score nothing "
-                          f"(e.g. {', '.join(unsolved[:3])})")
+            console.print(
+                f"{len(unsolved)} of {len(tasks)} tasks have no solution script and score nothing "
+                f"(e.g. {', '.join(unsolved[:3])})"
+            )
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), run_context) as factory:
         await run_plan(plan, factory, cfg, policy, console)
     summary = summarize(read_results(plan.results_file))

@@ -25,8 +25,13 @@ def checkpoint_step(checkpoints, step: str | int) -> int:
     available = sorted(int(p.name.removeprefix("global_step_")) for p in checkpoints.glob("global_step_*"))
     if not available:
         raise FileNotFoundError(f"no checkpoint under {checkpoints} (trainer.save_freq sets how often they are saved)")
-    chosen = int(marker.read_text().strip()) if str(step) == "latest" and marker.exists() else \
-        available[-1] if str(step) == "latest" else int(step)
+    chosen = (
+        int(marker.read_text().strip())
+        if str(step) == "latest" and marker.exists()
+        else available[-1]
+        if str(step) == "latest"
+        else int(step)
+    )
     if chosen not in available:
         raise FileNotFoundError(f"no checkpoint for step {chosen} under {checkpoints}; available steps: {available}")
     return chosen
@@ -47,10 +52,13 @@ def main(cfg: DictConfig) -> None:
         sys.exit(f"export: {error}")
     target = project_path(cfg.target_dir) if cfg.target_dir else root / "hf" / f"global_step_{step}"
     folder = checkpoints / f"global_step_{step}"
-    merge_checkpoint(folder / "actor" if cfg.source == "rl" else folder, target, cfg.upload.repo_id or None,
-                     cfg.upload.private)
-    print(f"exported step {step} of run {run.run_id} to {target}"
-          + (f" and uploaded it to {cfg.upload.repo_id}" if cfg.upload.repo_id else ""))
+    merge_checkpoint(
+        folder / "actor" if cfg.source == "rl" else folder, target, cfg.upload.repo_id or None, cfg.upload.private
+    )
+    print(
+        f"exported step {step} of run {run.run_id} to {target}"
+        + (f" and uploaded it to {cfg.upload.repo_id}" if cfg.upload.repo_id else "")
+    )
 
 
 if __name__ == "__main__":

@@ -50,11 +50,20 @@ async def run(cfg: DictConfig, console: Console) -> dict:
     results = project_path(cfg.run.output_root) / "filters" / "pass_rate" / f"{slug}-k{k}.jsonl"
     run_context = RunContext.from_config(cfg.run)
     keep_list = project_path(cfg.data_filter.keep_list)
-    print_header(console, "filter", run_context, [
-        *header_rows(cfg, tasks, policy),
-        ("keeps", f"tasks whose mean score over k={k} attempts is in [{cfg.data_filter.min_mean}, "
-                  f"{cfg.data_filter.max_mean}], {cfg.concurrency} episodes at once"),
-        ("keep-list", str(keep_list))])
+    print_header(
+        console,
+        "filter",
+        run_context,
+        [
+            *header_rows(cfg, tasks, policy),
+            (
+                "keeps",
+                f"tasks whose mean score over k={k} attempts is in [{cfg.data_filter.min_mean}, "
+                f"{cfg.data_filter.max_mean}], {cfg.concurrency} episodes at once",
+            ),
+            ("keep-list", str(keep_list)),
+        ],
+    )
     started = time.monotonic()
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), run_context) as factory:
         await run_plan(EvaluationPlan(tasks, k, cfg.concurrency, results), factory, cfg, policy, console)
@@ -63,26 +72,45 @@ async def run(cfg: DictConfig, console: Console) -> dict:
     attempts: dict[str, list[float]] = {task.id: [] for task in tasks}
     durations = []
     for trajectory in read_results(results):
-        if hashes.get(trajectory.task_id) == trajectory.content_hash and trajectory.score is not None \
-                and not Termination(trajectory.termination).infrastructure:
+        if (
+            hashes.get(trajectory.task_id) == trajectory.content_hash
+            and trajectory.score is not None
+            and not Termination(trajectory.termination).infrastructure
+        ):
             attempts[trajectory.task_id].append(trajectory.score)
             durations.append(trajectory.duration_sec)
-    verdicts = [decide(t, s, baselines[t], cfg.data_filter.min_mean, cfg.data_filter.max_mean) for t, s in attempts.items()]
+    verdicts = [
+        decide(t, s, baselines[t], cfg.data_filter.min_mean, cfg.data_filter.max_mean) for t, s in attempts.items()
+    ]
     figures = summary(verdicts, sum(durations) / len(durations) if durations else 0.0)
-    write_keep_list(keep_list, [v.task_id for v in verdicts if v.keep],
-                    {v.task_id: v.reason for v in verdicts if not v.keep},
-                    {"policy": policy.name, "attempts": k, "summary": dict(figures),
-                     "tasks": {v.task_id: {"scores": list(v.scores), "noop_baseline": v.baseline} for v in verdicts}})
+    write_keep_list(
+        keep_list,
+        [v.task_id for v in verdicts if v.keep],
+        {v.task_id: v.reason for v in verdicts if not v.keep},
+        {
+            "policy": policy.name,
+            "attempts": k,
+            "summary": dict(figures),
+            "tasks": {v.task_id: {"scores": list(v.scores), "noop_baseline": v.baseline} for v in verdicts},
+        },
+    )
     table = Table(title=f"pass_rate filter: {policy.name}, k={k}")
     for column in ("task", "scores", "no-op", "keep", "why"):
         table.add_column(column)
     for v in verdicts:
-        table.add_row(v.task_id, " ".join(f"{s:.2f}" for s in v.scores), "-" if v.baseline is None else f"{v.baseline:.2f}",
-                      "yes" if v.keep else "no", v.reason)
+        table.add_row(
+            v.task_id,
+            " ".join(f"{s:.2f}" for s in v.scores),
+            "-" if v.baseline is None else f"{v.baseline:.2f}",
+            "yes" if v.keep else "no",
+            v.reason,
+        )
     console.rich.print(table)
-    console.print(f"kept {figures['kept']}/{figures['tasks']}; training skips {figures['saved_fraction']:.0%} of its "
-                  f"rollouts (about that share of rollout GPU time); filter took {time.monotonic() - started:.0f}s; "
-                  f"keep-list: {keep_list}")
+    console.print(
+        f"kept {figures['kept']}/{figures['tasks']}; training skips {figures['saved_fraction']:.0%} of its "
+        f"rollouts (about that share of rollout GPU time); filter took {time.monotonic() - started:.0f}s; "
+        f"keep-list: {keep_list}"
+    )
     return dict(figures)
 
 

@@ -27,9 +27,9 @@ def procedural(cfg: DictConfig, console: Console) -> dict:
     """``count`` tasks of each family (with the generator's limits) as Harbor folders in ``output_dir``."""
     from terminal_rl.config import to_dataclass
     from terminal_rl.tasks.families import FAMILIES
-    from terminal_rl.tasks.procedural import procedural_tasks
     from terminal_rl.tasks.harbor_export import export_harbor
     from terminal_rl.tasks.model import Limits
+    from terminal_rl.tasks.procedural import procedural_tasks
 
     limits = to_dataclass(cfg.generator.limits, Limits)
     families = sorted(FAMILIES) if cfg.family == "all" else [cfg.family]
@@ -39,8 +39,12 @@ def procedural(cfg: DictConfig, console: Console) -> dict:
         for task in procedural_tasks(family, cfg.count, cfg.seed, list(cfg.levels), limits):
             export_harbor(task, output)
             written[(family, task.difficulty.value)] += 1
-    summary = {"source": "procedural", "output_dir": str(output), "seed": cfg.seed,
-               "tasks": {f"{family}/{level}": n for (family, level), n in sorted(written.items())}}
+    summary = {
+        "source": "procedural",
+        "output_dir": str(output),
+        "seed": cfg.seed,
+        "tasks": {f"{family}/{level}": n for (family, level), n in sorted(written.items())},
+    }
     console.print(f"{sum(written.values())} tasks of {len(families)} families -> {output}")
     return summary
 
@@ -48,10 +52,10 @@ def procedural(cfg: DictConfig, console: Console) -> dict:
 async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     from terminal_rl.agent.config import AgentConfig
     from terminal_rl.agent.policies import make_policy
+    from terminal_rl.agent.policies.json_chat import JsonChat
     from terminal_rl.agent.protocols import make_protocol
     from terminal_rl.generation.candidates import CandidateStore, draw_specs
     from terminal_rl.generation.config import GeneratorConfig
-    from terminal_rl.agent.policies.json_chat import JsonChat
     from terminal_rl.generation.pipeline import Pipeline, SolveFilter
     from terminal_rl.generation.report import funnel, print_funnel
     from terminal_rl.sandbox.config import SandboxConfig
@@ -60,14 +64,26 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     config = GeneratorConfig.from_node(cfg.generator)
     work_dir = project_path(cfg.work_dir)
     store = CandidateStore(work_dir)
-    candidates = store.candidates(cfg.seed, draw_specs(config.candidates, cfg.seed, config.categories,
-                                                       config.complexities, config.personas))
+    candidates = store.candidates(
+        cfg.seed, draw_specs(config.candidates, cfg.seed, config.categories, config.complexities, config.personas)
+    )
     agent = AgentConfig.from_node(cfg.agent)
-    solver = SolveFilter(make_policy(cfg.policy, agent), make_protocol(agent.protocol), agent.limits,
-                         work_dir / "solve" / "results.jsonl")
+    solver = SolveFilter(
+        make_policy(cfg.policy, agent),
+        make_protocol(agent.protocol),
+        agent.limits,
+        work_dir / "solve" / "results.jsonl",
+    )
     async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
-        pipeline = Pipeline(config, store, JsonChat(config.llm, config.max_tokens), factory, solver,
-                            project_path(cfg.output_dir), console.rich)
+        pipeline = Pipeline(
+            config,
+            store,
+            JsonChat(config.llm, config.max_tokens),
+            factory,
+            solver,
+            project_path(cfg.output_dir),
+            console.rich,
+        )
         await pipeline.run(candidates)
     report = funnel(candidates, pipeline.stage_seconds)
     (work_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -78,12 +94,22 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
 
 def header_rows(cfg: DictConfig) -> list[tuple[str, str]]:
     if cfg.source == "procedural":
-        return [("source", f"procedural: {cfg.family} famil{'ies' if cfg.family == 'all' else 'y'}, {cfg.count} tasks "
-                           f"each over levels {', '.join(cfg.levels)}, seed {cfg.seed}"),
-                ("output", str(project_path(cfg.output_dir)))]
-    return [("source", f"llm: {cfg.generator.candidates} candidates from {cfg.generator.llm.model}, seed {cfg.seed}"),
-            ("solver", f"{cfg.policy.kind} {cfg.policy.get('model', '')}, {cfg.generator.solve_attempts} attempts per task"),
-            ("output", f"{project_path(cfg.output_dir)}  (work dir {project_path(cfg.work_dir)})")]
+        return [
+            (
+                "source",
+                f"procedural: {cfg.family} famil{'ies' if cfg.family == 'all' else 'y'}, {cfg.count} tasks "
+                f"each over levels {', '.join(cfg.levels)}, seed {cfg.seed}",
+            ),
+            ("output", str(project_path(cfg.output_dir))),
+        ]
+    return [
+        ("source", f"llm: {cfg.generator.candidates} candidates from {cfg.generator.llm.model}, seed {cfg.seed}"),
+        (
+            "solver",
+            f"{cfg.policy.kind} {cfg.policy.get('model', '')}, {cfg.generator.solve_attempts} attempts per task",
+        ),
+        ("output", f"{project_path(cfg.output_dir)}  (work dir {project_path(cfg.work_dir)})"),
+    ]
 
 
 def run(cfg: DictConfig, console: Console) -> dict:

@@ -1,8 +1,8 @@
 """Multi-turn SFT warm start on verl's SFT trainer (Hydra app; the config is conf/sft.yaml).
 
-    python -m terminal_rl.sft run.id=RUN                       the SFT records of RUN, this machine
-    python -m terminal_rl.sft run.id=RUN hardware=h100_8x model=qwen3_8b
-    python -m terminal_rl.train model.path=outputs/RUN/sft/model ...     then RL from the result
+python -m terminal_rl.sft run.id=RUN                       the SFT records of RUN, this machine
+python -m terminal_rl.sft run.id=RUN hardware=h100_8x model=qwen3_8b
+python -m terminal_rl.train model.path=outputs/RUN/sft/model ...     then RL from the result
 """
 
 from __future__ import annotations
@@ -21,17 +21,31 @@ def main(cfg: DictConfig) -> None:
 
     run, out = RunContext.from_config(cfg.run), project_path(cfg.output_dir)
     trainer, lora = cfg.verl.trainer, cfg.model.lora
-    length = f"{trainer.total_training_steps} steps" if trainer.total_training_steps else f"{trainer.total_epochs} epochs"
+    length = (
+        f"{trainer.total_training_steps} steps" if trainer.total_training_steps else f"{trainer.total_epochs} epochs"
+    )
     with app_console("sft", run, bool(cfg.verbose)) as console:
-        print_header(console, "sft", run, [
-            ("data", ", ".join(str(project_path(f)) for f in cfg.verl.data.train_files)),
-            ("model", f"{cfg.model.name} on {cfg.hardware.name}, {length}, lr {cfg.verl.optim.lr:g}"
-                      + (f", LoRA rank {lora.rank} alpha {lora.alpha}" if lora.rank else "")),
-            ("output", f"{out}  (verl's output: {out / 'train.log'})")])
+        print_header(
+            console,
+            "sft",
+            run,
+            [
+                ("data", ", ".join(str(project_path(f)) for f in cfg.verl.data.train_files)),
+                (
+                    "model",
+                    f"{cfg.model.name} on {cfg.hardware.name}, {length}, lr {cfg.verl.optim.lr:g}"
+                    + (f", LoRA rank {lora.rank} alpha {lora.alpha}" if lora.rank else ""),
+                ),
+                ("output", f"{out}  (verl's output: {out / 'train.log'})"),
+            ],
+        )
         ensure_tiny_model(cfg.model)
         result = run_sft(cfg, out, echo=console.print)
-        trained = (f"{len(result.losses)} steps, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}"
-                   if result.losses else "no new steps (the checkpoint in verl.trainer.default_local_dir had finished)")
+        trained = (
+            f"{len(result.losses)} steps, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}"
+            if result.losses
+            else "no new steps (the checkpoint in verl.trainer.default_local_dir had finished)"
+        )
         console.print(f"SFT done: {trained}")
         console.print(f"model: {result.model}  (python -m terminal_rl.train model.path={result.model} ...)")
 

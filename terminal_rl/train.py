@@ -1,9 +1,9 @@
 """Train a terminal agent with GRPO (Hydra app; the config is conf/train.yaml on top of verl's).
 
-    python -m terminal_rl.train hardware=cpu model=tiny                       this machine, end to end
-    python -m terminal_rl.train hardware=h100_4x8 model=qwen3_32b curriculum=judge_anneal
-    python -m terminal_rl.train preflight hardware=h100_4x8 model=qwen3_32b   only the checks
-    python -m terminal_rl.train --cfg job hardware=cpu model=tiny             the composed config
+python -m terminal_rl.train hardware=cpu model=tiny                       this machine, end to end
+python -m terminal_rl.train hardware=h100_4x8 model=qwen3_32b curriculum=judge_anneal
+python -m terminal_rl.train preflight hardware=h100_4x8 model=qwen3_32b   only the checks
+python -m terminal_rl.train --cfg job hardware=cpu model=tiny             the composed config
 """
 
 from __future__ import annotations

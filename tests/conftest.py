@@ -28,8 +28,7 @@ from tests.judge.conftest import verdict
 from tests.support import ENGINES
 
 FIXTURES = Path(__file__).parent / "fixtures"
-LIMITS = EpisodeLimits(max_turns=20, max_tokens_per_turn=4000, max_context_tokens=32768,
-                       max_consecutive_parse_errors=3)
+LIMITS = EpisodeLimits(max_turns=20, max_tokens_per_turn=4000, max_context_tokens=32768, max_consecutive_parse_errors=3)
 
 
 @pytest.fixture(scope="session")
@@ -128,13 +127,20 @@ def run_context(tmp_path_factory) -> RunContext:
     are left never sees another worker's live sandboxes."""
     root = tmp_path_factory.mktemp("run")
     run_id = f"pytest-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
-    return RunContext.from_config(RunConfig(id=run_id, output_root=str(root / "shared"),
-                                            node_local_root=str(root / "local")))
+    return RunContext.from_config(
+        RunConfig(id=run_id, output_root=str(root / "shared"), node_local_root=str(root / "local"))
+    )
 
 
 CPU_SMOKE_RUN = ["experiment=cpu_smoke", "run.id=ci", "judge.model=openai/test-judge", "judge.api_key_env="]
-SMOKE_TASKS = ["csv-file-parsing-amount-sum", "csv-filter-by-value", "base64-decode-secret-message",
-               "security-remove-hardcoded-password", "debugging-off-by-one-loop-error", "lru-cache-implementation"]
+SMOKE_TASKS = [
+    "csv-file-parsing-amount-sum",
+    "csv-filter-by-value",
+    "base64-decode-secret-message",
+    "security-remove-hardcoded-password",
+    "debugging-off-by-one-loop-error",
+    "lru-cache-implementation",
+]
 # Two faulty tasks beside the smoke set in the shared run: an image that cannot build, and a task whose
 # every model call raises inside the agent loop (tests/training/faults.py).
 IMAGE_FAULT, SESSION_FAULT = "image-build-fault", "model-server-fault"
@@ -150,9 +156,13 @@ def fault_task_csv(tbrl_csv: Path, out: Path) -> Path:
         reader = csv.DictReader(source)
         rows = {row["task_id"]: row for row in reader if row["task_id"] in SMOKE_TASKS}
         columns = reader.fieldnames
-    broken = {**rows["csv-filter-by-value"], "task_id": IMAGE_FAULT, "difficulty": "medium",
-              "dockerfile": "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
-                            "RUN echo 'this image cannot build' && exit 7\n"}
+    broken = {
+        **rows["csv-filter-by-value"],
+        "task_id": IMAGE_FAULT,
+        "difficulty": "medium",
+        "dockerfile": "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
+        "RUN echo 'this image cannot build' && exit 7\n",
+    }
     raising = {**rows["base64-decode-secret-message"], "task_id": SESSION_FAULT, "difficulty": "medium"}
     with out.open("w", newline="", encoding="utf-8") as target:
         writer = csv.DictWriter(target, fieldnames=columns)
@@ -169,9 +179,15 @@ def train_cpu_smoke(root, *overrides, timeout=1500, kill_when=None):
     started = time.monotonic()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
     env["PYTHONPATH"] = str(PROJECT_ROOT)
-    process = subprocess.Popen([sys.executable, "-m", "terminal_rl.train", *CPU_SMOKE_RUN, f"run.output_root={root}",
-                                *overrides], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**env, "TERMINAL_RL_FAULT_TASK": SESSION_FAULT}, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "terminal_rl.train", *CPU_SMOKE_RUN, f"run.output_root={root}", *overrides],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, "TERMINAL_RL_FAULT_TASK": SESSION_FAULT},
+        start_new_session=True,
+    )
     if kill_when is not None:
         while process.poll() is None and not kill_when(root):
             time.sleep(0.2)
@@ -192,6 +208,7 @@ def random_judge(body):
 
 def checkpointed(step: int):
     """True once the run's checkpoint of ``step`` is the one a resume would find."""
+
     def ready(root) -> bool:
         latest = Path(root) / "ci" / "checkpoints" / "latest_checkpointed_iteration.txt"
         return latest.is_file() and latest.read_text().strip() == str(step)
@@ -207,14 +224,24 @@ def cpu_run(tmp_path_factory, tbrl_csv):
     metrics); a second launch resumes from that checkpoint and finishes steps 3 and 4."""
     root = tmp_path_factory.mktemp("train")
     tasks = fault_task_csv(tbrl_csv, root / "fault_tasks.csv")
-    overrides = [f"task_set.path={tasks}", f"task_set.task_ids=[{','.join(SMOKE_TASKS + [IMAGE_FAULT, SESSION_FAULT])}]",
-                 "trainer.total_training_steps=4",
-                 '+hardware.env.VERL_USE_EXTERNAL_MODULES="terminal_rl.integrations.verl.plugin,tests.training.faults"']
+    overrides = [
+        f"task_set.path={tasks}",
+        f"task_set.task_ids=[{','.join(SMOKE_TASKS + [IMAGE_FAULT, SESSION_FAULT])}]",
+        "trainer.total_training_steps=4",
+        '+hardware.env.VERL_USE_EXTERNAL_MODULES="terminal_rl.integrations.verl.plugin,tests.training.faults"',
+    ]
     with FakeLLMServer(random_judge) as judge:
-        first, first_sec = train_cpu_smoke(root, *overrides, f"judge.base_url={judge.base_url}", kill_when=checkpointed(2))
+        first, first_sec = train_cpu_smoke(
+            root, *overrides, f"judge.base_url={judge.base_url}", kill_when=checkpointed(2)
+        )
         assert first.returncode == -9, first.stdout[-4000:] + first.stderr[-4000:]
         resumed, resumed_sec = train_cpu_smoke(root, *overrides, f"judge.base_url={judge.base_url}")
         assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
         judge_calls = len(judge.requests)
-    return {"dir": root / "ci", "first": first, "resumed": resumed, "seconds": (first_sec, resumed_sec),
-            "judge_calls": judge_calls}
+    return {
+        "dir": root / "ci",
+        "first": first,
+        "resumed": resumed,
+        "seconds": (first_sec, resumed_sec),
+        "judge_calls": judge_calls,
+    }

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from collections.abc import Callable
 from typing import Any
 
 from terminal_rl.models.serve import completion_response
@@ -60,8 +60,10 @@ class FakeLLMServer:
                 if isinstance(reply, Fault):
                     time.sleep(reply.delay_sec)
                     kind = "BadRequestError" if reply.status < 500 else "InternalServerError"
-                    self._send(reply.status, {"error": {"message": "scripted fault", "type": kind, "param": None,
-                                                        "code": reply.status}})
+                    self._send(
+                        reply.status,
+                        {"error": {"message": "scripted fault", "type": kind, "param": None, "code": reply.status}},
+                    )
                     return
                 self._send(200, server._response(self.path, body, reply))
 
@@ -95,8 +97,12 @@ class FakeLLMServer:
     def _response(path: str, body: dict, reply: Any) -> dict:
         if path.endswith("/chat/completions"):
             usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-            return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "test"), "usage": usage,
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply}}]}
+            return {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "test"),
+                "usage": usage,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
+            }
         return completion_response(body, list(reply), [-0.5] * len(reply))

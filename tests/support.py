@@ -10,8 +10,15 @@ from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir
 from terminal_rl.tasks.model import Limits
 
 BASE_IMAGE = "ghcr.io/laude-institute/t-bench/python-3-13:20250620"
-SMALL_LIMITS = Limits(agent_timeout_sec=120, verifier_timeout_sec=60, build_timeout_sec=600, cpus=1.0,
-                      memory_mb=512, pids=128, network=False)
+SMALL_LIMITS = Limits(
+    agent_timeout_sec=120,
+    verifier_timeout_sec=60,
+    build_timeout_sec=600,
+    cpus=1.0,
+    memory_mb=512,
+    pids=128,
+    network=False,
+)
 # Container engines the core sandbox tests run against: option of the `sandbox` config group per engine.
 ENGINES = {"dockerd": "docker", "podman": "podman"}
 
@@ -31,9 +38,18 @@ def free_port() -> int:
 
 def served_overrides(root, port, command="[python,-m,tests.fake_vllm,--model,${serve.model},--port,${serve.port}]"):
     """evaluate with serve=vllm, its server command replaced (tests.fake_vllm by default), on one task."""
-    return ["policy=token", "serve=vllm", f"serve.model={bundled_qwen3_tokenizer_dir()}", f"serve.port={port}",
-            f"serve.command={command}", "serve.ready_timeout_sec=60", "task_set=tbrl_smoke", f"task_ids=[{SERVED_TASK}]",
-            "run.id=served", f"run.output_root={root}"]
+    return [
+        "policy=token",
+        "serve=vllm",
+        f"serve.model={bundled_qwen3_tokenizer_dir()}",
+        f"serve.port={port}",
+        f"serve.command={command}",
+        "serve.ready_timeout_sec=60",
+        "task_set=tbrl_smoke",
+        f"task_ids=[{SERVED_TASK}]",
+        "run.id=served",
+        f"run.output_root={root}",
+    ]
 
 
 class LocalActor:

@@ -14,23 +14,38 @@ def write_lines(path, records):
 
 def trajectory(task, termination, reward, masked=False):
     verification = None if termination == "timeout" else {"score": reward}
-    return {"task_id": task, "termination": termination, "turns": [{}, {}], "verification": verification,
-            "metadata": {"reward": reward, "masked": masked, "stage": 0}}
+    return {
+        "task_id": task,
+        "termination": termination,
+        "turns": [{}, {}],
+        "verification": verification,
+        "metadata": {"reward": reward, "masked": masked, "stage": 0},
+    }
 
 
 @pytest.fixture
 def run_dir(tmp_path):
     logs = tmp_path / "logs"
-    write_lines(logs / "metrics.20260101-000000.jsonl", [
-        {"step": 1, "data": {"reward/tests/mean": 0.1, "reward/judge/mean": 0.5, "reward/weight/judge": 0.5}},
-        {"step": 2, "data": {"reward/tests/mean": 0.2, "reward/judge/mean": 0.4}}])
+    write_lines(
+        logs / "metrics.20260101-000000.jsonl",
+        [
+            {"step": 1, "data": {"reward/tests/mean": 0.1, "reward/judge/mean": 0.5, "reward/weight/judge": 0.5}},
+            {"step": 2, "data": {"reward/tests/mean": 0.2, "reward/judge/mean": 0.4}},
+        ],
+    )
     # The resume re-logs step 2 and goes on: the later launch wins.
-    write_lines(logs / "metrics.20260101-010000.jsonl", [
-        {"step": 2, "data": {"reward/tests/mean": 0.25}}, {"step": 3, "data": {"reward/tests/mean": 0.3}}])
-    write_lines(logs / "rollouts" / "train_step000001.77.jsonl",
-                [trajectory("a", "finished", 1.0), trajectory("b", "parse_errors", 0.0)])
-    write_lines(logs / "rollouts" / "train_step000002.77.jsonl",
-                [trajectory("a", "timeout", 0.0, masked=True), trajectory("b", "timeout", 0.0)])
+    write_lines(
+        logs / "metrics.20260101-010000.jsonl",
+        [{"step": 2, "data": {"reward/tests/mean": 0.25}}, {"step": 3, "data": {"reward/tests/mean": 0.3}}],
+    )
+    write_lines(
+        logs / "rollouts" / "train_step000001.77.jsonl",
+        [trajectory("a", "finished", 1.0), trajectory("b", "parse_errors", 0.0)],
+    )
+    write_lines(
+        logs / "rollouts" / "train_step000002.77.jsonl",
+        [trajectory("a", "timeout", 0.0, masked=True), trajectory("b", "timeout", 0.0)],
+    )
     write_lines(logs / "rollouts" / "val_step000002.77.jsonl", [trajectory("c", "finished", 1.0)])
     (logs / "rollouts" / "notes.txt").write_text("not a rollout file")
     return tmp_path

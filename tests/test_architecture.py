@@ -9,9 +9,18 @@ from terminal_rl.config import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "terminal_rl"
 # Bottom to top; a module may import its own floor and those below (docs/architecture.md).
-FLOORS = (("config", "run_context", "analysis", "plot", "console"), ("tasks",), ("sandbox",), ("agent",),
-          ("rewards", "judge", "models"), ("curriculum", "filtering", "generation", "datasets"), ("training",),
-          ("integrations",), ("launch",), ("train", "evaluate", "filter", "generate", "sft", "export"))
+FLOORS = (
+    ("config", "run_context", "analysis", "plot", "console"),
+    ("tasks",),
+    ("sandbox",),
+    ("agent",),
+    ("rewards", "judge", "models"),
+    ("curriculum", "filtering", "generation", "datasets"),
+    ("training",),
+    ("integrations",),
+    ("launch",),
+    ("train", "evaluate", "filter", "generate", "sft", "export"),
+)
 
 
 def module_name(path: Path) -> str:
@@ -46,8 +55,12 @@ def test_every_package_has_its_floor():
 
 
 def test_no_import_runs_up_the_layers():
-    upward = sorted(f"{module} -> {target}" for module, targets in imports().items() for target in targets
-                    if module != "terminal_rl" and target.count(".") and floor(target) > floor(module))
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in imports().items()
+        for target in targets
+        if module != "terminal_rl" and target.count(".") and floor(target) > floor(module)
+    )
     assert upward == []
 
 

@@ -15,24 +15,42 @@ spec.loader.exec_module(learning_proof)
 
 
 def arm(seed, name, curve, minutes=25.0):
-    return {"seed": seed, "arm": name, "held_out_pass_rate": curve, "held_out_by_level": {}, "gain": curve[20] - curve[0],
-            "minutes": minutes}
+    return {
+        "seed": seed,
+        "arm": name,
+        "held_out_pass_rate": curve,
+        "held_out_by_level": {},
+        "gain": curve[20] - curve[0],
+        "minutes": minutes,
+    }
 
 
 def test_held_out_curve_is_verls_validation_pass_rate_by_step(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
-    records = [{"step": 0, "data": {"val-aux/write_value/pass/mean@1": 0.5, "val-core/write_value/acc/mean@1": 0.6}},
-               {"step": 1, "data": {"reward/pass_rate": 0.4}},
-               {"step": 2, "data": {"val-aux/write_value/pass/mean@1": 0.75}}]
+    records = [
+        {"step": 0, "data": {"val-aux/write_value/pass/mean@1": 0.5, "val-core/write_value/acc/mean@1": 0.6}},
+        {"step": 1, "data": {"reward/pass_rate": 0.4}},
+        {"step": 2, "data": {"val-aux/write_value/pass/mean@1": 0.75}},
+    ]
     (logs / "metrics.20261201-000000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert learning_proof.held_out(tmp_path) == {0: 0.5, 2: 0.75}
 
 
 def test_held_out_pass_rate_by_level_is_read_from_the_validation_rollouts(tmp_path):
     def rollout(task, score):
-        return json.dumps({"task_id": task, "termination": "finished", "turns": [], "metadata": {},
-                           "verification": {"score": score}}) + "\n"
+        return (
+            json.dumps(
+                {
+                    "task_id": task,
+                    "termination": "finished",
+                    "turns": [],
+                    "metadata": {},
+                    "verification": {"score": score},
+                }
+            )
+            + "\n"
+        )
 
     rollouts = tmp_path / "logs" / "rollouts"
     rollouts.mkdir(parents=True)
@@ -40,28 +58,42 @@ def test_held_out_pass_rate_by_level_is_read_from_the_validation_rollouts(tmp_pa
     (rollouts / "val_step000010.9.jsonl").write_text(rollout("e1", 1.0) + rollout("e2", 0.0) + rollout("m1", 1.0))
     (rollouts / "train_step000001.9.jsonl").write_text(rollout("m1", 0.0))
     levels = {"e1": "easy", "e2": "easy", "m1": "medium"}
-    assert learning_proof.held_out_by_level(tmp_path, levels) == {0: {"easy": 1.0, "medium": 0.0},
-                                                                   10: {"easy": 0.5, "medium": 1.0}}
+    assert learning_proof.held_out_by_level(tmp_path, levels) == {
+        0: {"easy": 1.0, "medium": 0.0},
+        10: {"easy": 0.5, "medium": 1.0},
+    }
     with pytest.raises(ValueError, match=r"validation tasks \['m1'\] are not the experiment's held-out tasks"):
         learning_proof.held_out_by_level(tmp_path, {"e1": "easy", "e2": "easy"})
 
 
 def test_targets_are_judged_per_seed_and_on_average():
-    arms = [arm(0, "treatment", {0: 0.5, 20: 0.8}), arm(0, "control", {0: 0.5, 20: 0.52}),
-            arm(1, "treatment", {0: 0.5, 20: 0.6}), arm(1, "control", {0: 0.5, 20: 0.44}, minutes=40)]
+    arms = [
+        arm(0, "treatment", {0: 0.5, 20: 0.8}),
+        arm(0, "control", {0: 0.5, 20: 0.52}),
+        arm(1, "treatment", {0: 0.5, 20: 0.6}),
+        arm(1, "control", {0: 0.5, 20: 0.44}, minutes=40),
+    ]
     summary = learning_proof.summary(arms, [0, 1])
     assert summary["mean_treatment_gain"] == pytest.approx(0.2)
     assert summary["treatment_gain"] == {"0": pytest.approx(0.3), "1": pytest.approx(0.1)}
     assert summary["minutes_per_seed"] == {"0": 50.0, "1": 65.0} and summary["minutes_all_seeds"] == 115.0
-    assert summary["met"] == {"mean_gain": True, "every_seed_gain": False, "control_flat": False,
-                              "minutes_per_seed": False, "minutes_all_seeds": True}
+    assert summary["met"] == {
+        "mean_gain": True,
+        "every_seed_gain": False,
+        "control_flat": False,
+        "minutes_per_seed": False,
+        "minutes_all_seeds": True,
+    }
     slow = [dict(a, minutes=95.0) for a in arms]
     assert learning_proof.summary(slow, [0, 1])["met"]["minutes_all_seeds"] is False  # 380 min > 3 h
 
 
 def test_targets_wait_for_every_seed_and_judge_the_finished_ones():
-    arms = [arm(0, "treatment", {0: 0.5, 20: 0.8}), arm(0, "control", {0: 0.5, 20: 0.52}),
-            arm(1, "treatment", {0: 0.5, 20: 0.6})]
+    arms = [
+        arm(0, "treatment", {0: 0.5, 20: 0.8}),
+        arm(0, "control", {0: 0.5, 20: 0.52}),
+        arm(1, "treatment", {0: 0.5, 20: 0.6}),
+    ]
     summary = learning_proof.summary(arms, [0, 1, 2])
     assert summary["seeds_pending"] == [1, 2] and summary["met"] is None
     assert summary["treatment_gain"] == {"0": pytest.approx(0.3)}
@@ -72,9 +104,18 @@ def test_a_later_sitting_keeps_the_arms_of_its_settings_and_the_others_as_supers
     keys = {"treatment": "abc", "control": "def"}
     assert learning_proof.recorded_arms({}, keys) == ({}, [])
     old = dict(arm(0, "control", {0: 0.5, 20: 0.5}), fingerprint="old")
-    report = json.loads(json.dumps({"arms": [dict(arm(0, "treatment", {0: 0.5, 20: 0.8}), fingerprint="abc"), old,
-                                             dict(arm(1, "control", {0: 0.5, 20: 0.5}), fingerprint="abc")],
-                                    "superseded": [{"seed": 9}]}))
+    report = json.loads(
+        json.dumps(
+            {
+                "arms": [
+                    dict(arm(0, "treatment", {0: 0.5, 20: 0.8}), fingerprint="abc"),
+                    old,
+                    dict(arm(1, "control", {0: 0.5, 20: 0.5}), fingerprint="abc"),
+                ],
+                "superseded": [{"seed": 9}],
+            }
+        )
+    )
     kept, superseded = learning_proof.recorded_arms(report, keys)
     assert list(kept) == [(0, "treatment")]  # seed 1's control ran under the treatment's settings
     assert kept[0, "treatment"]["held_out_pass_rate"] == {0: 0.5, 20: 0.8}  # step numbers again, not strings
@@ -90,8 +131,11 @@ def test_rerun_sets_aside_only_the_chosen_recorded_arms():
 
 
 def test_a_recorded_arm_from_another_warm_start_is_rerun_with_its_partner():
-    kept = {(0, "treatment"): {"warm_start_weights_sha256": "aaa"}, (1, "treatment"): {"warm_start_weights_sha256": "bbb"},
-            (2, "treatment"): {"warm_start_weights_sha256": "aaa"}}
+    kept = {
+        (0, "treatment"): {"warm_start_weights_sha256": "aaa"},
+        (1, "treatment"): {"warm_start_weights_sha256": "bbb"},
+        (2, "treatment"): {"warm_start_weights_sha256": "aaa"},
+    }
     assert learning_proof.unpaired(kept, {1, 2}, "aaa") == [(1, "treatment")]  # seed 0 runs nothing now
 
 
@@ -118,7 +162,9 @@ def test_plot_has_one_line_per_seed_and_arm(tmp_path):
     learning_proof.plot(arms, tmp_path / "proof.png")
     lines = plt.gcf().axes[0].get_lines()
     assert [(line.get_label(), line.get_linestyle(), list(line.get_ydata())) for line in lines] == [
-        ("seed 0 treatment", "-", [0.5, 0.6, 0.8]), ("seed 0 control", "--", [0.5, 0.5, 0.52])]
+        ("seed 0 treatment", "-", [0.5, 0.6, 0.8]),
+        ("seed 0 control", "--", [0.5, 0.5, 0.52]),
+    ]
     plt.close("all")
     image = Image.open(tmp_path / "proof.png")
     assert image.size[0] > 400 and len(image.getcolors(1 << 16) or []) > 10
@@ -131,7 +177,8 @@ def test_the_committed_figures_were_made_under_todays_settings():
     for arm, key in report["fingerprints"].items():
         assert learning_proof.fingerprint(arm, [], 20) == key, (
             f"the {arm} arm's settings changed since benchmarks/results/learning_proof.json was made: "
-            "rerun .venv/bin/python benchmarks/learning_proof.py")
+            "rerun .venv/bin/python benchmarks/learning_proof.py"
+        )
     assert report["command"] == "benchmarks/learning_proof.py --seeds 0 1 2 --steps 20"
     assert {(a["seed"], a["arm"]) for a in report["arms"]} == {(s, a) for s in (0, 1, 2) for a in learning_proof.ARMS}
 
@@ -142,8 +189,16 @@ def test_the_readme_table_is_the_committed_json():
     readme = (PROJECT_ROOT / "README.md").read_text()
     table = readme.split("## Learning proof", 1)[1].split("| seed | arm |", 1)[1].split("\n\n", 1)[0]
     rows = [[cell.strip(" *") for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]]
-    expected = [[str(a["seed"]), a["arm"], *(f"{a['held_out_pass_rate'][s]:.3f}" for s in ("0", "10", "20")),
-                 f"{100 * a['gain']:+.1f}".replace("+0.0", "0.0"), f"{a['minutes']:.1f}"] for a in report["arms"]]
+    expected = [
+        [
+            str(a["seed"]),
+            a["arm"],
+            *(f"{a['held_out_pass_rate'][s]:.3f}" for s in ("0", "10", "20")),
+            f"{100 * a['gain']:+.1f}".replace("+0.0", "0.0"),
+            f"{a['minutes']:.1f}",
+        ]
+        for a in report["arms"]
+    ]
     assert rows == expected
 
 

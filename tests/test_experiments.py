@@ -1,14 +1,21 @@
 """Every experiment config composes and has its record, and every record has a config."""
 
-
 import pytest
 
 from terminal_rl.config import CONF_DIR, PROJECT_ROOT, compose
 from terminal_rl.training.preflight import run_preflight
 
 # The node and credential checks belong to the machine, not to a run's settings.
-MACHINE_CHECKS = ("check_docker", "check_disk", "check_checkpoint_disk", "check_model_offline", "check_sandbox_mounts",
-                  "check_egress_network", "check_flash_attention", "check_judge_credentials")
+MACHINE_CHECKS = (
+    "check_docker",
+    "check_disk",
+    "check_checkpoint_disk",
+    "check_model_offline",
+    "check_sandbox_mounts",
+    "check_egress_network",
+    "check_flash_attention",
+    "check_judge_credentials",
+)
 CONFIGS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 RECORDS = sorted(p.name for p in (PROJECT_ROOT / "experiments").iterdir() if p.is_dir())
 

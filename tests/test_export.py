@@ -34,9 +34,21 @@ def test_a_missing_step_names_the_available_ones(checkpoints, tmp_path_factory):
 
 def export(run_dir, *overrides):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TERMINAL_RL_RUN")}
-    result = subprocess.run([sys.executable, "-m", "terminal_rl.export", f"run.id={run_dir.name}",
-                             f"run.output_root={run_dir.parent}", *overrides],
-                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terminal_rl.export",
+            f"run.id={run_dir.name}",
+            f"run.output_root={run_dir.parent}",
+            *overrides,
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
 
@@ -52,8 +64,9 @@ def test_cpu_run_checkpoints_export_to_loadable_hugging_face_folders(cpu_run):
     export(run_dir, "step=2")
     folders = [run_dir / "hf" / f"global_step_{step}" for step in (2, 4)]
     for folder in folders:
-        assert {"model.safetensors", "config.json", "tokenizer.json", "chat_template.jinja"} <= \
-            {p.name for p in folder.iterdir()}
+        assert {"model.safetensors", "config.json", "tokenizer.json", "chat_template.jinja"} <= {
+            p.name for p in folder.iterdir()
+        }
     from safetensors import safe_open
 
     # The run trains LoRA (experiment=cpu_smoke): the export is merged (every weight under its Hugging

@@ -19,8 +19,9 @@ def test_notebook_is_committed_without_outputs(path):
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    assert code and all(not cell.outputs and cell.execution_count is None for cell in code), \
+    assert code and all(not cell.outputs and cell.execution_count is None for cell in code), (
         f"clear {path.name}'s outputs before committing"
+    )
 
 
 @pytest.mark.verl

@@ -7,8 +7,10 @@ from terminal_rl.config import PROJECT_ROOT
 
 
 def pins(path):
-    return {m.group(1).lower().replace("_", "-"): m.group(2)
-            for m in re.finditer(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", path.read_text(), re.M)}
+    return {
+        m.group(1).lower().replace("_", "-"): m.group(2)
+        for m in re.finditer(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", path.read_text(), re.M)
+    }
 
 
 def test_constraint_files_agree_with_direct_pins():

@@ -17,7 +17,12 @@ pytestmark = [pytest.mark.verl, pytest.mark.docker]
 SERIES = {
     "reward": {"reward (step mean)", "rolling mean (5 steps)", "±1σ over trajectories"},
     "reward_components": {"tests", "judge", "format", "exec"},
-    "tests": {"test score", "pass rate", "test score (terminal_bench_rl, mean@1)", "pass rate (terminal_bench_rl, mean@1)"},
+    "tests": {
+        "test score",
+        "pass rate",
+        "test score (terminal_bench_rl, mean@1)",
+        "pass rate (terminal_bench_rl, mean@1)",
+    },
     "optimisation": {"actor/ppo_kl", "actor/entropy", "actor/grad_norm"},
     "lengths": {"response_length/mean", "num_turns/mean"},
     "zero_variance": {"rollout/zero_variance_tests", "rollout/masked_fraction", "rollout/filtered"},
@@ -28,16 +33,18 @@ SERIES = {
 
 
 def plot(*args):
-    result = subprocess.run([sys.executable, "-m", "terminal_rl.plot", *args], cwd=PROJECT_ROOT, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "terminal_rl.plot", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.split()
 
 
 def test_every_figure_is_written_and_has_its_series(cpu_run):
     run = cpu_run["dir"]
-    assert {p.name for p in (run / "plots").glob("*.png")} == {f"{name}.png" for name in FIGURES}, \
+    assert {p.name for p in (run / "plots").glob("*.png")} == {f"{name}.png" for name in FIGURES}, (
         "the run plotted itself at its checkpoints and at the end"
+    )
     written = plot(f"run.id={run.name}", f"run.output_root={run.parent}")
     assert sorted(p.rsplit("/", 1)[1] for p in written) == sorted(f"{name}.png" for name in FIGURES)
     for path in written:

@@ -26,10 +26,12 @@ def test_configs_and_records_match():
 
 
 def test_the_issue_s_sweeps_have_the_points_it_names():
-    assert points("reward_mix_ablation") == [[f"experiment=reward_ablation_{arm}"]
-                                             for arm in ("tests_only", "tests65_judge35", "judge_anneal")]
-    assert points("curriculum_comparison") == [[f"curriculum={kind}"]
-                                               for kind in ("none", "difficulty_linear", "judge_anneal")]
+    assert points("reward_mix_ablation") == [
+        [f"experiment=reward_ablation_{arm}"] for arm in ("tests_only", "tests65_judge35", "judge_anneal")
+    ]
+    assert points("curriculum_comparison") == [
+        [f"curriculum={kind}"] for kind in ("none", "difficulty_linear", "judge_anneal")
+    ]
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -47,8 +47,9 @@ class StepOutcome:
 
 
 class Episode:
-    def __init__(self, task: Task, sandbox: Sandbox, protocol: ActionProtocol, limits: EpisodeLimits,
-                 policy_name: str = ""):
+    def __init__(
+        self, task: Task, sandbox: Sandbox, protocol: ActionProtocol, limits: EpisodeLimits, policy_name: str = ""
+    ):
         self.task = task
         self.sandbox = sandbox
         self.protocol = protocol
@@ -80,8 +81,9 @@ class Episode:
         self.trajectory.messages = self.protocol.initial_messages(self.task.prompt, screen)
         return list(self.trajectory.messages)
 
-    async def step(self, model_text: str, *, context_tokens: int | None = None,
-                   completion_tokens: int | None = None) -> StepOutcome:
+    async def step(
+        self, model_text: str, *, context_tokens: int | None = None, completion_tokens: int | None = None
+    ) -> StepOutcome:
         """Feed the model's turn; returns the observation message or the end of the episode.
 
         Args:
@@ -93,11 +95,23 @@ class Episode:
             raise RuntimeError(f"episode already ended ({self.trajectory.termination})")
         started_at, started = time.time(), time.monotonic()
         self.trajectory.messages.append({"role": "assistant", "content": model_text})
-        turn = Turn(len(self.trajectory.turns), model_text, [], [], None, None, started_at, 0.0,
-                    context_tokens, completion_tokens)
+        turn = Turn(
+            len(self.trajectory.turns),
+            model_text,
+            [],
+            [],
+            None,
+            None,
+            started_at,
+            0.0,
+            context_tokens,
+            completion_tokens,
+        )
         self.trajectory.turns.append(turn)
         if self.remaining_sec <= 0:
-            return self._finish_turn(turn, started, Termination.TIMEOUT, f"wall-clock budget {self._budget_sec:g}s spent")
+            return self._finish_turn(
+                turn, started, Termination.TIMEOUT, f"wall-clock budget {self._budget_sec:g}s spent"
+            )
         parsed = self.protocol.parse(model_text)
         if not parsed.ok:
             turn.parse_error = parsed.error
@@ -121,7 +135,9 @@ class Episode:
             return self._finish_turn(turn, started, Termination.FINISHED, results[-1].output)
         observation = self.protocol.render(results, len(parsed.actions) - len(results))
         if self.remaining_sec <= 0:
-            return self._finish_turn(turn, started, Termination.TIMEOUT, f"wall-clock budget {self._budget_sec:g}s spent")
+            return self._finish_turn(
+                turn, started, Termination.TIMEOUT, f"wall-clock budget {self._budget_sec:g}s spent"
+            )
         return self._observe(turn, started, observation)
 
     def end(self, reason: Termination, detail: str = "") -> None:

@@ -42,9 +42,14 @@ def pending_pairs(plan: EvaluationPlan) -> list[tuple[Task, int]]:
     """(task, attempt) pairs not yet in the results file (a result for another version of a task,
     by content hash, does not count)."""
     hashes = {task.id: task.content_hash for task in plan.tasks}
-    done = {(t.task_id, t.metadata.get("attempt")) for t in read_results(plan.results_file)
-            if hashes.get(t.task_id) == t.content_hash}
-    return [(task, attempt) for task in plan.tasks for attempt in range(plan.attempts) if (task.id, attempt) not in done]
+    done = {
+        (t.task_id, t.metadata.get("attempt"))
+        for t in read_results(plan.results_file)
+        if hashes.get(t.task_id) == t.content_hash
+    }
+    return [
+        (task, attempt) for task in plan.tasks for attempt in range(plan.attempts) if (task.id, attempt) not in done
+    ]
 
 
 def read_results(path: Path) -> list[Trajectory]:
@@ -53,8 +58,9 @@ def read_results(path: Path) -> list[Trajectory]:
     return [Trajectory.from_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-async def build_images(tasks: list[Task], factory: SandboxFactory, report_path: Path, jobs: int,
-                       console: Console) -> list[BuildOutcome]:
+async def build_images(
+    tasks: list[Task], factory: SandboxFactory, report_path: Path, jobs: int, console: Console
+) -> list[BuildOutcome]:
     """Build the tasks' images before any episode, with a progress bar; returns the failures (their
     episodes end as sandbox errors at once: a failed build is not tried again)."""
     with build_progress(console, len(tasks)) as advance:
@@ -62,8 +68,14 @@ async def build_images(tasks: list[Task], factory: SandboxFactory, report_path: 
     return [o for o in outcomes if not o.ok]
 
 
-async def evaluate(plan: EvaluationPlan, factory: SandboxFactory, protocol: ActionProtocol, policy: Policy | None,
-                   limits: EpisodeLimits, console: Console | None = None) -> list[Trajectory]:
+async def evaluate(
+    plan: EvaluationPlan,
+    factory: SandboxFactory,
+    protocol: ActionProtocol,
+    policy: Policy | None,
+    limits: EpisodeLimits,
+    console: Console | None = None,
+) -> list[Trajectory]:
     """Run the pending pairs (``policy`` None: oracle mode), appending each trajectory as it ends."""
     pairs = pending_pairs(plan)
     plan.results_file.parent.mkdir(parents=True, exist_ok=True)

@@ -48,14 +48,18 @@ class ReferenceChanges:
             del self._measuring[task.content_hash]  # measure again next time
             raise
         verification = trajectory.verification
-        if verification is None or Termination(trajectory.termination).infrastructure \
-                or verification["infrastructure_error"]:
+        if (
+            verification is None
+            or Termination(trajectory.termination).infrastructure
+            or verification["infrastructure_error"]
+        ):
             del self._measuring[task.content_hash]  # the environment failed: measure again next time
             return None
         changes = sorted(changed_files(verification)) if verification["score"] == 1.0 else None
         stored.parent.mkdir(parents=True, exist_ok=True)
         partial = stored.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps({"task_id": task.id, "changes": changes, "score": verification["score"]}),
-                           encoding="utf-8")
+        partial.write_text(
+            json.dumps({"task_id": task.id, "changes": changes, "score": verification["score"]}), encoding="utf-8"
+        )
         partial.replace(stored)
         return changes

@@ -31,8 +31,15 @@ def episode_deadline_sec(limits: Limits, grace_sec: float) -> float:
     return limits.build_timeout_sec + limits.agent_timeout_sec + limits.verifier_timeout_sec + grace_sec
 
 
-async def run_episode(task: Task, factory: SandboxFactory, protocol: ActionProtocol, policy: Policy,
-                      limits: EpisodeLimits, rollout_id: str = "", deadline_sec: float | None = None) -> Trajectory:
+async def run_episode(
+    task: Task,
+    factory: SandboxFactory,
+    protocol: ActionProtocol,
+    policy: Policy,
+    limits: EpisodeLimits,
+    rollout_id: str = "",
+    deadline_sec: float | None = None,
+) -> Trajectory:
     started = time.time()
     record = Trajectory(task.id, task.content_hash, protocol.prompt_id, policy.name, started_at=started)
     holder = [record]  # the episode's own record, once it exists
@@ -51,8 +58,15 @@ async def run_episode(task: Task, factory: SandboxFactory, protocol: ActionProto
     return trajectory
 
 
-async def _run(task: Task, factory: SandboxFactory, protocol: ActionProtocol, policy: Policy, limits: EpisodeLimits,
-               rollout_id: str, holder: list[Trajectory]) -> None:
+async def _run(
+    task: Task,
+    factory: SandboxFactory,
+    protocol: ActionProtocol,
+    policy: Policy,
+    limits: EpisodeLimits,
+    rollout_id: str,
+    holder: list[Trajectory],
+) -> None:
     async with factory.task_sandbox(task, rollout_id) as sandbox:
         episode = Episode(task, sandbox, protocol, limits, policy.name)
         holder[0] = trajectory = episode.trajectory
@@ -74,8 +88,9 @@ async def _run(task: Task, factory: SandboxFactory, protocol: ActionProtocol, po
                 episode.end(Termination.POLICY_ERROR, str(error))
                 break
             context_tokens = reply.context_tokens or context_tokens
-            outcome = await episode.step(reply.text, context_tokens=reply.context_tokens,
-                                         completion_tokens=reply.completion_tokens)
+            outcome = await episode.step(
+                reply.text, context_tokens=reply.context_tokens, completion_tokens=reply.completion_tokens
+            )
             if outcome.observation is not None:
                 messages = [*messages, {"role": "assistant", "content": reply.text}, outcome.observation]
             trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + reply.cost_usd

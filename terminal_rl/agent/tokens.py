@@ -36,7 +36,9 @@ _PROBE = [{"role": "user", "content": "probe"}, {"role": "assistant", "content":
 # litellm's rule for a reply's reasoning (litellm_core_utils/prompt_templates/reasoning_utils.py,
 # parse_content_for_reasoning, l. 357-364): a leading <think>...</think> block is the reasoning, the
 # rest (unstripped) the content.
-_REASONING = re.compile(r"<(?:think|thinking|budget:thinking)>(.*?)</(?:think|thinking|budget:thinking)>(.*)", re.DOTALL)
+_REASONING = re.compile(
+    r"<(?:think|thinking|budget:thinking)>(.*?)</(?:think|thinking|budget:thinking)>(.*)", re.DOTALL
+)
 
 
 def chat_api_content(text: str) -> str:
@@ -136,8 +138,9 @@ class ChatTokenizer:
         return self._newline_only[token_id]
 
     def _render(self, messages, generation_prompt: bool) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt,
-                                                  enable_thinking=self.enable_thinking)
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation_prompt, enable_thinking=self.enable_thinking
+        )
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
@@ -160,7 +163,7 @@ def drop_earlier_reasoning(ids: list[int], chat: ChatTokenizer) -> list[int]:
             break
         body = ids[start:end]
         if chat.think_end_id in body:
-            body = body[len(body) - body[::-1].index(chat.think_end_id):]
+            body = body[len(body) - body[::-1].index(chat.think_end_id) :]
             while body and chat.is_newline_only(body[0]):
                 body = body[1:]
         out += header + body + [chat.eos_id]
@@ -196,8 +199,9 @@ class TokenSample:
         else:
             self.response_logprobs += list(logprobs) if mask else [0.0] * len(ids)
 
-    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None,
-                       eos_id: int) -> None:
+    def add_model_turn(
+        self, token_ids: list[int], logprobs: list[float] | None, version: int | None, eos_id: int
+    ) -> None:
         """The model's tokens as generated; a turn cut off by the token cap is closed with the
         end-of-turn token (mask 0: the model did not write it)."""
         start = len(self.response_ids)
@@ -306,8 +310,10 @@ def per_turn_prompt(chat: ChatTokenizer, messages: list[dict[str, str]], turn: i
     assistant = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
     if turn >= len(assistant):
         raise ValueError(f"the conversation has {len(assistant)} model turns, not {turn + 1}")
-    seen = [{**m, "content": chat_api_content(m["content"])} if m["role"] == "assistant" else m
-            for m in messages[: assistant[turn]]]
+    seen = [
+        {**m, "content": chat_api_content(m["content"])} if m["role"] == "assistant" else m
+        for m in messages[: assistant[turn]]
+    ]
     return chat.prompt_ids(seen)
 
 

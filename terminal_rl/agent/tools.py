@@ -39,30 +39,62 @@ class ToolSpec:
     example: str
 
 
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (
-    ToolSpec("bash", (Field("cmd", str), Field("timeout_secs", int, False, 60)),
-             "cmd: 'ls -la /app'\ntimeout_secs: 60"),
-    ToolSpec("read_file", (Field("file_path", str), Field("offset", int, False, 1), Field("limit", int, False, 2000)),
-             "file_path: /app/main.py\noffset: 1\nlimit: 200"),
-    ToolSpec("write_file", (Field("file_path", str), Field("content", str)),
-             "file_path: /app/hello.py\ncontent: |\n  print('hello')"),
-    ToolSpec("edit_file", (Field("file_path", str), Field("old_string", str), Field("new_string", str),
-                           Field("replace_all", bool, False, False)),
-             "file_path: /app/main.py\nold_string: 'x = 1'\nnew_string: 'x = 2'"),
-    ToolSpec("multi_edit", (Field("file_path", str), Field("edits", list)),
-             "file_path: /app/main.py\nedits:\n  - old_string: 'a = 1'\n    new_string: 'a = 2'\n"
-             "  - old_string: 'b = 1'\n    new_string: 'b = 2'"),
-    ToolSpec("file_metadata", (Field("file_paths", list),), "file_paths:\n  - /app/main.py\n  - /app/data.csv"),
-    ToolSpec("grep", (Field("pattern", str), Field("path", str, False, "."), Field("include", str, False, None)),
-             "pattern: 'def main'\npath: /app\ninclude: '*.py'"),
-    ToolSpec("glob", (Field("pattern", str), Field("path", str, False, ".")), "pattern: '**/*.py'\npath: /app"),
-    ToolSpec("ls", (Field("path", str, False, "."),), "path: /app"),
-    ToolSpec("todo", (Field("operations", list, False, []), Field("view_all", bool, False, False)),
-             "operations:\n  - action: add\n    content: 'Run the tests'\n  - action: complete\n    id: 1\nview_all: true"),
-    ToolSpec("scratchpad", (Field("action", str), Field("content", str, False, "")),
-             "action: add\ncontent: 'The config lives in /etc/app.conf'"),
-    ToolSpec("finish", (Field("message", str, False, ""),), "message: 'Done: the service is configured and tested.'"),
-)}
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec(
+            "bash", (Field("cmd", str), Field("timeout_secs", int, False, 60)), "cmd: 'ls -la /app'\ntimeout_secs: 60"
+        ),
+        ToolSpec(
+            "read_file",
+            (Field("file_path", str), Field("offset", int, False, 1), Field("limit", int, False, 2000)),
+            "file_path: /app/main.py\noffset: 1\nlimit: 200",
+        ),
+        ToolSpec(
+            "write_file",
+            (Field("file_path", str), Field("content", str)),
+            "file_path: /app/hello.py\ncontent: |\n  print('hello')",
+        ),
+        ToolSpec(
+            "edit_file",
+            (
+                Field("file_path", str),
+                Field("old_string", str),
+                Field("new_string", str),
+                Field("replace_all", bool, False, False),
+            ),
+            "file_path: /app/main.py\nold_string: 'x = 1'\nnew_string: 'x = 2'",
+        ),
+        ToolSpec(
+            "multi_edit",
+            (Field("file_path", str), Field("edits", list)),
+            "file_path: /app/main.py\nedits:\n  - old_string: 'a = 1'\n    new_string: 'a = 2'\n"
+            "  - old_string: 'b = 1'\n    new_string: 'b = 2'",
+        ),
+        ToolSpec("file_metadata", (Field("file_paths", list),), "file_paths:\n  - /app/main.py\n  - /app/data.csv"),
+        ToolSpec(
+            "grep",
+            (Field("pattern", str), Field("path", str, False, "."), Field("include", str, False, None)),
+            "pattern: 'def main'\npath: /app\ninclude: '*.py'",
+        ),
+        ToolSpec("glob", (Field("pattern", str), Field("path", str, False, ".")), "pattern: '**/*.py'\npath: /app"),
+        ToolSpec("ls", (Field("path", str, False, "."),), "path: /app"),
+        ToolSpec(
+            "todo",
+            (Field("operations", list, False, []), Field("view_all", bool, False, False)),
+            "operations:\n  - action: add\n    content: 'Run the tests'\n  - action: complete\n    id: 1\nview_all: "
+            "true",
+        ),
+        ToolSpec(
+            "scratchpad",
+            (Field("action", str), Field("content", str, False, "")),
+            "action: add\ncontent: 'The config lives in /etc/app.conf'",
+        ),
+        ToolSpec(
+            "finish", (Field("message", str, False, ""),), "message: 'Done: the service is configured and tested.'"
+        ),
+    )
+}
 
 
 def validate_args(tool: str, body: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -87,7 +119,10 @@ def validate_args(tool: str, body: Any) -> tuple[dict[str, Any] | None, str | No
         if f.kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
         if f.kind is int and isinstance(value, bool) or not isinstance(value, f.kind):
-            return None, f"<{tool}> field '{f.name}' must be {f.kind.__name__}, got {type(value).__name__} ({value!r:.60})"
+            return (
+                None,
+                f"<{tool}> field '{f.name}' must be {f.kind.__name__}, got {type(value).__name__} ({value!r:.60})",
+            )
         args[f.name] = value
     return args, None
 
@@ -120,8 +155,15 @@ class Toolbox:
             result = await getattr(self, f"_{action.tool}")(**action.args)
         except (ToolError, FileToolError) as error:
             result = ActionResult(action.tool, False, f"error: {error}")
-        return ActionResult(result.tool, result.ok, result.output, result.exit_code,
-                            time.monotonic() - started, result.timed_out, result.finished)
+        return ActionResult(
+            result.tool,
+            result.ok,
+            result.output,
+            result.exit_code,
+            time.monotonic() - started,
+            result.timed_out,
+            result.finished,
+        )
 
     async def _bash(self, cmd: str, timeout_secs: int) -> ActionResult:
         timeout = max(1, min(timeout_secs, MAX_COMMAND_TIMEOUT_SEC))
@@ -137,11 +179,15 @@ class Toolbox:
 
     async def _write_file(self, file_path: str, content: str) -> ActionResult:
         await self.sandbox.files.write_text(file_path, content)
-        return ActionResult("write_file", True, f"wrote {len(content.encode())} bytes to {self.sandbox.files.resolve(file_path)}")
+        return ActionResult(
+            "write_file", True, f"wrote {len(content.encode())} bytes to {self.sandbox.files.resolve(file_path)}"
+        )
 
     async def _edit_file(self, file_path: str, old_string: str, new_string: str, replace_all: bool) -> ActionResult:
         count = await self.sandbox.files.edit(file_path, old_string, new_string, replace_all)
-        return ActionResult("edit_file", True, f"replaced {count} occurrence(s) in {self.sandbox.files.resolve(file_path)}")
+        return ActionResult(
+            "edit_file", True, f"replaced {count} occurrence(s) in {self.sandbox.files.resolve(file_path)}"
+        )
 
     async def _multi_edit(self, file_path: str, edits: list) -> ActionResult:
         text = await self.sandbox.files.read_text(file_path)
@@ -155,7 +201,9 @@ class Toolbox:
                 raise ToolError(f"edit {number}: old_string {problem}; no edit was applied")
             text = text.replace(old, new)
         await self.sandbox.files.write_text(file_path, text)
-        return ActionResult("multi_edit", True, f"applied {len(edits)} edits to {self.sandbox.files.resolve(file_path)}")
+        return ActionResult(
+            "multi_edit", True, f"applied {len(edits)} edits to {self.sandbox.files.resolve(file_path)}"
+        )
 
     async def _file_metadata(self, file_paths: list) -> ActionResult:
         lines = []
@@ -169,15 +217,19 @@ class Toolbox:
 
     async def _grep(self, pattern: str, path: str, include: str | None) -> ActionResult:
         include_arg = f" --include={shlex.quote(include)}" if include else ""
-        command = (f"grep -rnE{include_arg} -e {shlex.quote(pattern)} -- {shlex.quote(self.sandbox.files.resolve(path))}"
-                   f" 2>&1 | head -n {SEARCH_RESULT_LINES}")
+        command = (
+            f"grep -rnE{include_arg} -e {shlex.quote(pattern)} -- {shlex.quote(self.sandbox.files.resolve(path))}"
+            f" 2>&1 | head -n {SEARCH_RESULT_LINES}"
+        )
         return await self._search("grep", command)
 
     async def _glob(self, pattern: str, path: str) -> ActionResult:
         # Quote every character except glob syntax, so the pattern can only ever match files.
         safe = "".join(ch if ch in "*?[]/" else shlex.quote(ch) for ch in pattern)
-        command = (f"cd {shlex.quote(self.sandbox.files.resolve(path))} && shopt -s globstar nullglob dotglob && "
-                   f"for f in {safe}; do printf '%s\\n' \"$f\"; done | head -n {SEARCH_RESULT_LINES}")
+        command = (
+            f"cd {shlex.quote(self.sandbox.files.resolve(path))} && shopt -s globstar nullglob dotglob && "
+            f"for f in {safe}; do printf '%s\\n' \"$f\"; done | head -n {SEARCH_RESULT_LINES}"
+        )
         return await self._search("glob", command)
 
     async def _ls(self, path: str) -> ActionResult:

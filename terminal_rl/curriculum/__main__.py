@@ -1,6 +1,6 @@
 """Curriculum CLI.
 
-    python -m terminal_rl.curriculum plot curriculum=judge_anneal [total_steps=N] [--out FILE]
+python -m terminal_rl.curriculum plot curriculum=judge_anneal [total_steps=N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from terminal_rl.curriculum.schedule import schedule_from_config
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m terminal_rl.curriculum", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m terminal_rl.curriculum",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     plot = commands.add_parser("plot", help="difficulty mix and reward weights against steps (PNG)")
     plot.add_argument("--out", type=Path, help="default: curriculum_<name>.png in the current directory")

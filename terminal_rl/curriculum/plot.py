@@ -10,6 +10,7 @@ from pathlib import Path
 
 from terminal_rl.curriculum.schedule import DIFFICULTIES, CurriculumState, Schedule
 
+
 def timeline(schedule: Schedule, total_steps: int) -> list[int]:
     """The stage index at each of the run's ``total_steps`` steps."""
     stages = []
@@ -34,10 +35,14 @@ def plot_schedule(schedule: Schedule, name: str, out: Path, total_steps: int) ->
     for difficulty in DIFFICULTIES:
         judge = [schedule.judge_weight(s, difficulty) for s in steps]
         if any(j is not None for j in judge):
-            bottom.step(range(len(steps)), [j or 0.0 for j in judge], where="post", label=f"judge weight ({difficulty})")
+            bottom.step(
+                range(len(steps)), [j or 0.0 for j in judge], where="post", label=f"judge weight ({difficulty})"
+            )
     expected = [sum(m[d] * (schedule.judge_weight(s, d) or 0.0) for d in DIFFICULTIES) for s, m in zip(steps, mixes)]
     bottom.plot(range(len(steps)), expected, color="black", linewidth=2, label="judge weight, batch average")
-    bottom.plot(range(len(steps)), [1 - e for e in expected], color="black", linestyle="--", label="tests weight, batch average")
+    bottom.plot(
+        range(len(steps)), [1 - e for e in expected], color="black", linestyle="--", label="tests weight, batch average"
+    )
     bottom.set_ylim(-0.02, 1.02)
     bottom.set_xlabel("training step (each stage at its maximum length)")
     bottom.set_ylabel("reward weight")

@@ -115,7 +115,7 @@ class Schedule:
         if gate is None or steps < max(stage.min_steps, gate.window):
             return False
         column = 0 if gate.metric == "test_score" else 1
-        window = [r[column] for r in recent[-gate.window:]]
+        window = [r[column] for r in recent[-gate.window :]]
         return sum(window) / len(window) >= gate.threshold
 
 
@@ -143,24 +143,40 @@ def schedule_from_config(node: Mapping[str, Any], total_steps: int) -> Schedule:
     if kind == "linear":
         start, end, stages = node["start"], node["end"], int(node["stages"])
         length = max(1, total_steps // stages)
-        return Schedule([
-            Stage(f"step{k * length}",
-                  {d: (1 - k / (stages - 1)) * start.get(d, 0.0) + k / (stages - 1) * end.get(d, 0.0) for d in DIFFICULTIES},
-                  max_steps=length if k < stages - 1 else 0)
-            for k in range(stages)
-        ])
+        return Schedule(
+            [
+                Stage(
+                    f"step{k * length}",
+                    {
+                        d: (1 - k / (stages - 1)) * start.get(d, 0.0) + k / (stages - 1) * end.get(d, 0.0)
+                        for d in DIFFICULTIES
+                    },
+                    max_steps=length if k < stages - 1 else 0,
+                )
+                for k in range(stages)
+            ]
+        )
     if kind == "staged":
         stages, last = node["stages"], len(node["stages"]) - 1
         for index, stage in enumerate(stages):
             if (index < last) != ("fraction" in stage):
-                raise ValueError(f"curriculum stage {stage['name']!r}: every stage but the last needs a fraction of "
-                                 "the run's steps (the last runs to the end)")
-        return Schedule([
-            Stage(s["name"], dict(s["difficulty_weights"]), dict(s.get("judge_weights", {})),
-                  stage_steps(s["fraction"], total_steps) if "fraction" in s else 0, int(s.get("min_steps", 0)),
-                  Gate(**s["advance_at"]) if s.get("advance_at") else None)
-            for s in stages
-        ])
+                raise ValueError(
+                    f"curriculum stage {stage['name']!r}: every stage but the last needs a fraction of "
+                    "the run's steps (the last runs to the end)"
+                )
+        return Schedule(
+            [
+                Stage(
+                    s["name"],
+                    dict(s["difficulty_weights"]),
+                    dict(s.get("judge_weights", {})),
+                    stage_steps(s["fraction"], total_steps) if "fraction" in s else 0,
+                    int(s.get("min_steps", 0)),
+                    Gate(**s["advance_at"]) if s.get("advance_at") else None,
+                )
+                for s in stages
+            ]
+        )
     raise ValueError(f"curriculum.kind={kind!r} is not one of none, staged, linear")
 
 

@@ -1,7 +1,7 @@
 """``python -m terminal_rl.datasets build|convert [overrides]`` (Hydra app on conf/datasets.yaml).
 
-    build     SFT, DPO and PRM datasets of runs' rollouts and evaluations
-    convert   external Terminus-2 traces (convert.input=FILE) to SFT records of our terminus_json protocol
+build     SFT, DPO and PRM datasets of runs' rollouts and evaluations
+convert   external Terminus-2 traces (convert.input=FILE) to SFT records of our terminus_json protocol
 """
 
 from __future__ import annotations
@@ -21,11 +21,18 @@ def settings_from(cfg: DictConfig):
 
     root = project_path(cfg.run.output_root)
     return BuildSettings(
-        runs=[root / run for run in (cfg.runs or [cfg.run.id])], results_files=[project_path(f) for f in cfg.results_files],
-        out_dir=project_path(cfg.output_dir), tokenizer=model_location(cfg.tokenizer), enable_thinking=cfg.enable_thinking,
-        history=cfg.history, sft_min_score=cfg.sft.min_score, dpo_chosen_min=cfg.dpo.chosen_min,
-        dpo_rejected_max=cfg.dpo.rejected_max, dpo_max_pairs=cfg.dpo.max_pairs_per_group,
-        forged_filter=cfg.forged_filter.enabled)
+        runs=[root / run for run in (cfg.runs or [cfg.run.id])],
+        results_files=[project_path(f) for f in cfg.results_files],
+        out_dir=project_path(cfg.output_dir),
+        tokenizer=model_location(cfg.tokenizer),
+        enable_thinking=cfg.enable_thinking,
+        history=cfg.history,
+        sft_min_score=cfg.sft.min_score,
+        dpo_chosen_min=cfg.dpo.chosen_min,
+        dpo_rejected_max=cfg.dpo.rejected_max,
+        dpo_max_pairs=cfg.dpo.max_pairs_per_group,
+        forged_filter=cfg.forged_filter.enabled,
+    )
 
 
 def step_scorer(cfg: DictConfig):
@@ -36,15 +43,26 @@ def step_scorer(cfg: DictConfig):
     from terminal_rl.datasets.prm import divergence_step, prm_records, score_episode
 
     judge, prm = cfg.judge, cfg.prm
-    chat = JsonChat(LiteLLMConfig(judge.model, judge.base_url, judge.api_key_env, judge.temperature, judge.max_retries,
-                                  judge.timeout_sec, prm.concurrency), judge.max_tokens)
+    chat = JsonChat(
+        LiteLLMConfig(
+            judge.model,
+            judge.base_url,
+            judge.api_key_env,
+            judge.temperature,
+            judge.max_retries,
+            judge.timeout_sec,
+            prm.concurrency,
+        ),
+        judge.max_tokens,
+    )
     usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
 
     async def score(episode):
         """The episode's PRM records, or the reason the judge gave none (the build goes on)."""
         try:
-            steps = await score_episode(chat, episode, prm.rubric, usage,
-                                        (judge.max_model_chars, judge.max_observation_chars))
+            steps = await score_episode(
+                chat, episode, prm.rubric, usage, (judge.max_model_chars, judge.max_observation_chars)
+            )
         except (MalformedReply, PolicyError) as error:
             return f"{type(error).__name__}: {error}"
         divergence = divergence_step([s["score"] for s in steps], episode.score == 1.0, prm.divergence_max_score)
@@ -67,14 +85,22 @@ def convert(cfg: DictConfig) -> None:
     source, out = project_path(cfg.convert.input), project_path(cfg.output_dir)
     chat = ChatTokenizer(load_tokenizer(model_location(cfg.tokenizer)), cfg.enable_thinking)
     records, rejected = convert_terminus2(source, chat, cfg.history)
-    write_dataset(out, "sft", records, f"Terminus-2 traces from {source.name} as SFT samples of our terminus_json "
-                  "protocol.", "every trace whose assistant turns all parse under terminus_json", [source.name],
-                  SFT_FIELDS)
+    write_dataset(
+        out,
+        "sft",
+        records,
+        f"Terminus-2 traces from {source.name} as SFT samples of our terminus_json protocol.",
+        "every trace whose assistant turns all parse under terminus_json",
+        [source.name],
+        SFT_FIELDS,
+    )
     with (out / "rejected.jsonl").open("w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in rejected)
     traces = len({r["episode_id"] for r in records})
-    print(f"{traces + len(rejected)} traces -> {len(records)} SFT records ({traces} traces); {len(rejected)} "
-          f"rejected (rejected.jsonl) -> {out}")
+    print(
+        f"{traces + len(rejected)} traces -> {len(records)} SFT records ({traces} traces); {len(rejected)} "
+        f"rejected (rejected.jsonl) -> {out}"
+    )
 
 
 @hydra.main(config_path="../../conf", config_name="datasets", version_base="1.3")
@@ -87,9 +113,11 @@ def main(cfg: DictConfig) -> None:
         return
     settings = settings_from(cfg)
     summary = build(settings, *(step_scorer(cfg) if cfg.prm.enabled else ()))
-    print(f"{summary['episodes']} episodes -> {summary['sft_records']} SFT records ({summary['sft_tasks']} tasks), "
-          f"{summary['dpo_pairs']} DPO pairs, {summary['prm_records']} PRM records; {summary['removed']} forged-fixture "
-          f"episodes removed (removed.jsonl) -> {summary['out_dir']}")
+    print(
+        f"{summary['episodes']} episodes -> {summary['sft_records']} SFT records ({summary['sft_tasks']} tasks), "
+        f"{summary['dpo_pairs']} DPO pairs, {summary['prm_records']} PRM records; {summary['removed']} forged-fixture "
+        f"episodes removed (removed.jsonl) -> {summary['out_dir']}"
+    )
     if cfg.upload.repo_id:
         upload(settings.out_dir, cfg.upload.repo_id, cfg.upload.private)
         print(f"uploaded to the Hub dataset {cfg.upload.repo_id}")

@@ -47,7 +47,9 @@ def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> d
     missing = [str(run_dir) for run_dir in settings.runs if not run_dir.is_dir()]
     if missing:
         raise FileNotFoundError(f"run directories {missing} do not exist")
-    episodes = [e for run_dir in settings.runs for e in run_episodes(run_dir)] + results_episodes(settings.results_files)
+    episodes = [e for run_dir in settings.runs for e in run_episodes(run_dir)] + results_episodes(
+        settings.results_files
+    )
     chat = ChatTokenizer(load_tokenizer(settings.tokenizer), settings.enable_thinking)
     flags = flag_forged(episodes) if settings.forged_filter else []
     removed = {flag.episode.id for flag in flags}
@@ -58,30 +60,74 @@ def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> d
     runs = [run.name for run in settings.runs]
     out = settings.out_dir
     sft_rows = [row for episode in sft for row in sft_records(episode, chat, settings.history)]
-    write_dataset(out, "sft", sft_rows, "Per task, the best passing episode as supervised fine-tuning samples.",
-                  f"test score >= {settings.sft_min_score}; latest step, then widest group reward spread, then reward; "
-                  "forged-fixture episodes removed", runs, SFT_FIELDS)
+    write_dataset(
+        out,
+        "sft",
+        sft_rows,
+        "Per task, the best passing episode as supervised fine-tuning samples.",
+        f"test score >= {settings.sft_min_score}; latest step, then widest group reward spread, then reward; "
+        "forged-fixture episodes removed",
+        runs,
+        SFT_FIELDS,
+    )
     dpo_rows = [dpo_record(chosen, rejected, chat, settings.history) for chosen, rejected in pairs]
-    write_dataset(out, "dpo", dpo_rows, "Preference pairs of the same task and step.",
-                  f"chosen score >= {settings.dpo_chosen_min}, rejected < {settings.dpo_rejected_max}, at most "
-                  f"{settings.dpo_max_pairs} pairs per task and step; forged-fixture episodes never chosen", runs,
-                  {"prompt / chosen / rejected": "messages", "chosen_samples / rejected_samples":
-                   "[{input_ids, loss_mask}] as in sft", "chosen_meta / rejected_meta": "as the sft record fields"})
+    write_dataset(
+        out,
+        "dpo",
+        dpo_rows,
+        "Preference pairs of the same task and step.",
+        f"chosen score >= {settings.dpo_chosen_min}, rejected < {settings.dpo_rejected_max}, at most "
+        f"{settings.dpo_max_pairs} pairs per task and step; forged-fixture episodes never chosen",
+        runs,
+        {
+            "prompt / chosen / rejected": "messages",
+            "chosen_samples / rejected_samples": "[{input_ids, loss_mask}] as in sft",
+            "chosen_meta / rejected_meta": "as the sft record fields",
+        },
+    )
     prm_rows, prm_failures = asyncio.run(_prm_rows(prm, episodes)) if prm else ([], {})
     remove_dataset(out, "prm")
     if prm:
-        write_dataset(out, "prm", prm_rows, "Per-step scores (1-5) of episodes from the judge's step rubric.",
-                      "every scored episode with at least one turn; divergence: first step scored low in a failing "
-                      "episode", runs, {"prefix": "the model's earlier turns", "action / observation": "this step",
-                                        "step_score / step_reason": "the judge's grade", "divergence_step":
-                                        "first low-scored step of a failing episode (null otherwise)"})
+        write_dataset(
+            out,
+            "prm",
+            prm_rows,
+            "Per-step scores (1-5) of episodes from the judge's step rubric.",
+            "every scored episode with at least one turn; divergence: first step scored low in a failing episode",
+            runs,
+            {
+                "prefix": "the model's earlier turns",
+                "action / observation": "this step",
+                "step_score / step_reason": "the judge's grade",
+                "divergence_step": "first low-scored step of a failing episode (null otherwise)",
+            },
+        )
     with (out / "removed.jsonl").open("w", encoding="utf-8") as handle:
         for flag in flags:
-            handle.write(json.dumps({"episode_id": flag.episode.id, "task_id": flag.episode.task_id,
-                                     "reason": flag.reason, "files": flag.files, "score": flag.episode.score}) + "\n")
-    summary = {"episodes": len(episodes), "by_origin": dict(Counter(e.origin for e in episodes)),
-               "sft_records": len(sft_rows), "sft_tasks": len(sft), "dpo_pairs": len(dpo_rows),
-               "prm_records": len(prm_rows), "prm_failures": prm_failures, "prm_usage": prm_usage or {}, "removed": len(flags), "out_dir": str(out)}
+            handle.write(
+                json.dumps(
+                    {
+                        "episode_id": flag.episode.id,
+                        "task_id": flag.episode.task_id,
+                        "reason": flag.reason,
+                        "files": flag.files,
+                        "score": flag.episode.score,
+                    }
+                )
+                + "\n"
+            )
+    summary = {
+        "episodes": len(episodes),
+        "by_origin": dict(Counter(e.origin for e in episodes)),
+        "sft_records": len(sft_rows),
+        "sft_tasks": len(sft),
+        "dpo_pairs": len(dpo_rows),
+        "prm_records": len(prm_rows),
+        "prm_failures": prm_failures,
+        "prm_usage": prm_usage or {},
+        "removed": len(flags),
+        "out_dir": str(out),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 

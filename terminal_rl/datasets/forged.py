@@ -52,7 +52,9 @@ def forged_fixture(episode: Episode, solution_changes: set[str] | None) -> Flag 
             return Flag(episode, "changed files the tests read that the reference solution does not change", files)
     files = forged_inputs(verification, solution_changes)
     if files:
-        return Flag(episode, "rewrote or deleted inputs the image or the start files provided, which the tests read", files)
+        return Flag(
+            episode, "rewrote or deleted inputs the image or the start files provided, which the tests read", files
+        )
     return None
 
 
@@ -61,11 +63,15 @@ def solution_changes(episodes: list[Episode]) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for episode in episodes:
         if episode.trajectory.policy == "oracle" and episode.score == 1.0:
-            found.setdefault(episode.trajectory.content_hash, set()).update(changed_files(episode.trajectory.verification))
+            found.setdefault(episode.trajectory.content_hash, set()).update(
+                changed_files(episode.trajectory.verification)
+            )
     return found
 
 
 def flag_forged(episodes: list[Episode]) -> list[Flag]:
     known = solution_changes(episodes)
-    flags = (forged_fixture(e, known.get(e.trajectory.content_hash)) for e in episodes if e.trajectory.policy != "oracle")
+    flags = (
+        forged_fixture(e, known.get(e.trajectory.content_hash)) for e in episodes if e.trajectory.policy != "oracle"
+    )
     return [flag for flag in flags if flag is not None]

@@ -43,18 +43,34 @@ def divergence_step(scores: list[int], passed: bool, max_score: int) -> int | No
 
 def prm_records(episode: Episode, steps: list[dict], divergence: int | None, rubric: str) -> list[dict]:
     turns = episode.trajectory.turns
-    return [{**describe(episode), "rubric": rubric, "step_index": i, "steps": len(turns),
-             "prefix": [t.model_text for t in turns[:i - 1]], "action": turns[i - 1].model_text,
-             "observation": turns[i - 1].observation or turns[i - 1].parse_error or "", "step_score": step["score"],
-             "step_reason": step["reason"], "divergence_step": divergence} for i, step in enumerate(steps, start=1)]
+    return [
+        {
+            **describe(episode),
+            "rubric": rubric,
+            "step_index": i,
+            "steps": len(turns),
+            "prefix": [t.model_text for t in turns[: i - 1]],
+            "action": turns[i - 1].model_text,
+            "observation": turns[i - 1].observation or turns[i - 1].parse_error or "",
+            "step_score": step["score"],
+            "step_reason": step["reason"],
+            "divergence_step": divergence,
+        }
+        for i, step in enumerate(steps, start=1)
+    ]
 
 
-async def score_episode(chat: JsonChat, episode: Episode, rubric_version: str, usage: dict[str, float],
-                        max_chars: tuple[int, int]) -> list[dict]:
+async def score_episode(
+    chat: JsonChat, episode: Episode, rubric_version: str, usage: dict[str, float], max_chars: tuple[int, int]
+) -> list[dict]:
     """The step scores of one episode, asked of the judge's model (one request, one correction)."""
     trajectory = episode.trajectory
     task_prompt = next((m["content"] for m in trajectory.messages if m["role"] == "user"), "")
-    messages = judge_messages(step_rubric(rubric_version), task_prompt, "a Linux container; the agent runs as root",
-                              render_trajectory(trajectory, *max_chars))
+    messages = judge_messages(
+        step_rubric(rubric_version),
+        task_prompt,
+        "a Linux container; the agent runs as root",
+        render_trajectory(trajectory, *max_chars),
+    )
     steps, _ = await chat.ask(messages, lambda text: parse_step_scores(text, len(trajectory.turns)), usage)
     return steps

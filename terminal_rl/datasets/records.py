@@ -18,8 +18,10 @@ def training_samples(episode: Episode, chat: ChatTokenizer, history: str) -> lis
     if stored:
         samples = [(_logged_prompt(s, episode, chat), s["response_ids"], s["response_mask"]) for s in stored]
     else:
-        samples = [(s.prompt_ids, s.response_ids, s.response_mask)
-                   for s in replay(history, chat, episode.trajectory.messages).samples]
+        samples = [
+            (s.prompt_ids, s.response_ids, s.response_mask)
+            for s in replay(history, chat, episode.trajectory.messages).samples
+        ]
     return token_rows(samples)
 
 
@@ -30,43 +32,70 @@ def _logged_prompt(sample: dict, episode: Episode, chat: ChatTokenizer) -> list[
         return sample["prompt_ids"]
     ids = per_turn_prompt(chat, episode.trajectory.messages, sample["turn"])
     if prompt_digest(ids) != sample["prompt_sha256"]:
-        raise ValueError(f"{episode.file}#{episode.line}: turn {sample['turn']}'s prompt rebuilt from its messages is not the one "
-                         "trained (another tokenizer, chat template or enable_thinking than the run's?)")
+        raise ValueError(
+            f"{episode.file}#{episode.line}: turn {sample['turn']}'s prompt rebuilt from its messages is not the one "
+            "trained (another tokenizer, chat template or enable_thinking than the run's?)"
+        )
     return ids
 
 
 def token_rows(samples) -> list[dict[str, list[int]]]:
     """(prompt ids, response ids, response mask) triples as one sequence each, prompt masked out."""
-    return [{"input_ids": list(prompt) + list(response), "loss_mask": [0] * len(prompt) + list(mask)}
-            for prompt, response, mask in samples]
+    return [
+        {"input_ids": list(prompt) + list(response), "loss_mask": [0] * len(prompt) + list(mask)}
+        for prompt, response, mask in samples
+    ]
 
 
 def sample_records(fields: dict, history: str, messages: list[dict], rows: list[dict]) -> list[dict]:
     """One SFT record per token row: where it came from (``fields``), its messages, its ids and mask."""
-    return [{**fields, "history": history, "sample": i, "samples": len(rows), "messages": messages, **row}
-            for i, row in enumerate(rows)]
+    return [
+        {**fields, "history": history, "sample": i, "samples": len(rows), "messages": messages, **row}
+        for i, row in enumerate(rows)
+    ]
 
 
 def describe(episode: Episode) -> dict:
     """What every record says about where an episode came from and how it scored."""
     trajectory = episode.trajectory
-    return {"episode_id": episode.id, "task_id": trajectory.task_id, "content_hash": trajectory.content_hash,
-            "run_id": episode.run_id, "origin": episode.origin, "step": episode.step, "split": episode.split,
-            "policy": trajectory.policy, "protocol": trajectory.protocol, "termination": trajectory.termination,
-            "score": episode.score, "reward": episode.reward,
-            "components": {k: float(v) for k, v in sorted(episode.components.items()) if v is not None}}
+    return {
+        "episode_id": episode.id,
+        "task_id": trajectory.task_id,
+        "content_hash": trajectory.content_hash,
+        "run_id": episode.run_id,
+        "origin": episode.origin,
+        "step": episode.step,
+        "split": episode.split,
+        "policy": trajectory.policy,
+        "protocol": trajectory.protocol,
+        "termination": trajectory.termination,
+        "score": episode.score,
+        "reward": episode.reward,
+        "components": {k: float(v) for k, v in sorted(episode.components.items()) if v is not None},
+    }
 
 
 def sft_records(episode: Episode, chat: ChatTokenizer, history: str) -> list[dict]:
     """One record per training sample (``append``: one per episode; ``per_turn``: one per turn)."""
-    return sample_records(describe(episode), episode.trajectory.metadata.get("history", history),
-                          episode.trajectory.messages, training_samples(episode, chat, history))
+    return sample_records(
+        describe(episode),
+        episode.trajectory.metadata.get("history", history),
+        episode.trajectory.messages,
+        training_samples(episode, chat, history),
+    )
 
 
 def dpo_record(chosen: Episode, rejected: Episode, chat: ChatTokenizer, history: str) -> dict:
     first = next(i for i, m in enumerate(chosen.trajectory.messages) if m["role"] == "assistant")
-    return {"task_id": chosen.task_id, "content_hash": chosen.trajectory.content_hash, "step": chosen.step,
-            "prompt": chosen.trajectory.messages[:first], "chosen": chosen.trajectory.messages,
-            "rejected": rejected.trajectory.messages, "chosen_samples": training_samples(chosen, chat, history),
-            "rejected_samples": training_samples(rejected, chat, history),
-            "chosen_meta": describe(chosen), "rejected_meta": describe(rejected)}
+    return {
+        "task_id": chosen.task_id,
+        "content_hash": chosen.trajectory.content_hash,
+        "step": chosen.step,
+        "prompt": chosen.trajectory.messages[:first],
+        "chosen": chosen.trajectory.messages,
+        "rejected": rejected.trajectory.messages,
+        "chosen_samples": training_samples(chosen, chat, history),
+        "rejected_samples": training_samples(rejected, chat, history),
+        "chosen_meta": describe(chosen),
+        "rejected_meta": describe(rejected),
+    }

@@ -2,7 +2,8 @@
 
 SFT: per task, the best passing episode (test score >= ``min_score``): the latest step first, then
 the group whose rewards spread most (the signal was clearest there), then the highest reward.
-DPO: per run, task version and step (the same weights), pairs of a chosen episode (score >= ``chosen_min``) and a rejected one
+DPO: per run, task version and step (the same weights), pairs of a chosen episode (score >= ``chosen_min``) and a
+rejected one
 (score < ``rejected_max``): the best chosen with the worst rejected, and so on, at most ``max_pairs``.
 """
 
@@ -34,8 +35,9 @@ def select_sft(episodes: list[Episode], min_score: float, excluded: set[str] = f
     return [best[task] for task in sorted(best)]
 
 
-def select_dpo(episodes: list[Episode], chosen_min: float, rejected_max: float, max_pairs: int,
-               excluded: set[str] = frozenset()) -> list[tuple[Episode, Episode]]:
+def select_dpo(
+    episodes: list[Episode], chosen_min: float, rejected_max: float, max_pairs: int, excluded: set[str] = frozenset()
+) -> list[tuple[Episode, Episode]]:
     if not rejected_max <= chosen_min:
         raise ValueError(f"dpo thresholds: rejected_max {rejected_max} must not exceed chosen_min {chosen_min}")
     by_key: dict[tuple[str, str, str, int], list[Episode]] = defaultdict(list)

@@ -75,11 +75,18 @@ def _read(path: Path, run_dir: Path, origin: str) -> list[Episode]:
         if origin == "rollout" and meta.get("masked"):
             continue
         rollout = origin == "rollout"
-        episodes.append(Episode(
-            trajectory, run_dir.name, origin, int(meta.get("global_steps", 0)) if rollout else -1,
-            str(meta.get("uid")) if rollout else f"{run_dir.name}/{trajectory.task_id}",
-            float(meta.get("reward", trajectory.score or 0.0)) if rollout else (trajectory.score or 0.0),
-            dict(meta.get("components") or {}) if rollout else {"tests": trajectory.score or 0.0},
-            str(meta.get("split", "train")) if rollout else "evaluation", line_number,
-            path.relative_to(run_dir).as_posix() if path.is_relative_to(run_dir) else str(path)))
+        episodes.append(
+            Episode(
+                trajectory,
+                run_dir.name,
+                origin,
+                int(meta.get("global_steps", 0)) if rollout else -1,
+                str(meta.get("uid")) if rollout else f"{run_dir.name}/{trajectory.task_id}",
+                float(meta.get("reward", trajectory.score or 0.0)) if rollout else (trajectory.score or 0.0),
+                dict(meta.get("components") or {}) if rollout else {"tests": trajectory.score or 0.0},
+                str(meta.get("split", "train")) if rollout else "evaluation",
+                line_number,
+                path.relative_to(run_dir).as_posix() if path.is_relative_to(run_dir) else str(path),
+            )
+        )
     return episodes

@@ -72,10 +72,21 @@ def convert(path: Path, chat: ChatTokenizer, history: str) -> tuple[list[dict], 
         if reason:
             rejected.append({"episode_id": trace_id, "reason": reason})
             continue
-        fields = {"episode_id": trace_id, "task_id": str(row.get("task") or row.get("trial_name") or trace_id),
-                  "content_hash": "", "run_id": str(row.get("run_id") or ""), "origin": "terminus2", "step": -1,
-                  "split": "external", "policy": str(row.get("model") or ""), "protocol": "terminus_json",
-                  "termination": "", "score": None, "reward": None, "components": {}}
+        fields = {
+            "episode_id": trace_id,
+            "task_id": str(row.get("task") or row.get("trial_name") or trace_id),
+            "content_hash": "",
+            "run_id": str(row.get("run_id") or ""),
+            "origin": "terminus2",
+            "step": -1,
+            "split": "external",
+            "policy": str(row.get("model") or ""),
+            "protocol": "terminus_json",
+            "termination": "",
+            "score": None,
+            "reward": None,
+            "components": {},
+        }
         rows = token_rows((s.prompt_ids, s.response_ids, s.response_mask) for s in samples)
         records += sample_records(fields, history, messages, rows)
     return records, rejected

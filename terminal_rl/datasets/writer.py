@@ -19,8 +19,9 @@ CARD = """# terminal_rl {name} dataset
 """
 
 
-def write_dataset(out_dir: Path, name: str, records: list[dict], summary: str, rule: str, runs: list[str],
-                  fields: dict[str, str]) -> Path:
+def write_dataset(
+    out_dir: Path, name: str, records: list[dict], summary: str, rule: str, runs: list[str], fields: dict[str, str]
+) -> Path:
     """``<out_dir>/<name>.jsonl``, ``.parquet`` and ``<name>.md`` (the card)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -33,8 +34,12 @@ def write_dataset(out_dir: Path, name: str, records: list[dict], summary: str, r
     if records:
         pq.write_table(pa.Table.from_pylist([_parquet_safe(r) for r in records]), out_dir / f"{name}.parquet")
     field_lines = "\n".join(f"- `{key}`: {text}" for key, text in fields.items())
-    (out_dir / f"{name}.md").write_text(CARD.format(name=name, summary=summary, count=len(records), rule=rule,
-                                                    runs=", ".join(runs), fields=field_lines), encoding="utf-8")
+    (out_dir / f"{name}.md").write_text(
+        CARD.format(
+            name=name, summary=summary, count=len(records), rule=rule, runs=", ".join(runs), fields=field_lines
+        ),
+        encoding="utf-8",
+    )
     return out_dir / f"{name}.parquet"
 
 

@@ -10,7 +10,9 @@ from terminal_rl.config import project_path
 
 def write_keep_list(path: Path, kept: list[str], dropped: dict[str, str], details: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"kept": sorted(kept), "dropped": dropped, **details}, indent=2) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"kept": sorted(kept), "dropped": dropped, **details}, indent=2) + "\n", encoding="utf-8"
+    )
 
 
 def read_keep_list(path: str | Path) -> frozenset[str]:

@@ -18,15 +18,18 @@ class TaskVerdict:
     baseline: float | None
 
 
-def decide(task_id: str, scores: Sequence[float], baseline: float | None, min_mean: float,
-           max_mean: float) -> TaskVerdict:
+def decide(
+    task_id: str, scores: Sequence[float], baseline: float | None, min_mean: float, max_mean: float
+) -> TaskVerdict:
     mean = sum(scores) / len(scores) if scores else 0.0
     if not scores:
         return TaskVerdict(task_id, False, "no scored attempt (infrastructure failures)", (), baseline)
     if len(set(scores)) == 1:
         return TaskVerdict(task_id, False, f"all {len(scores)} attempts scored {scores[0]:g}", tuple(scores), baseline)
     if not min_mean <= mean <= max_mean:
-        return TaskVerdict(task_id, False, f"mean {mean:.2f} outside [{min_mean:g}, {max_mean:g}]", tuple(scores), baseline)
+        return TaskVerdict(
+            task_id, False, f"mean {mean:.2f} outside [{min_mean:g}, {max_mean:g}]", tuple(scores), baseline
+        )
     return TaskVerdict(task_id, True, f"scores vary (mean {mean:.2f})", tuple(scores), baseline)
 
 
@@ -36,5 +39,10 @@ def saved_fraction(verdicts: Sequence[TaskVerdict]) -> float:
 
 
 def summary(verdicts: Sequence[TaskVerdict], mean_episode_sec: float) -> Mapping[str, float]:
-    return {"tasks": len(verdicts), "kept": sum(v.keep for v in verdicts), "dropped": sum(not v.keep for v in verdicts),
-            "saved_fraction": saved_fraction(verdicts), "mean_episode_sec": mean_episode_sec}
+    return {
+        "tasks": len(verdicts),
+        "kept": sum(v.keep for v in verdicts),
+        "dropped": sum(not v.keep for v in verdicts),
+        "saved_fraction": saved_fraction(verdicts),
+        "mean_episode_sec": mean_episode_sec,
+    }

@@ -24,15 +24,20 @@ class PassRateTracker:
 
     @classmethod
     def from_config(cls, node: Mapping) -> PassRateTracker:
-        return cls(int(node["min_samples"]), int(node["window"]), float(node["mastered"]), float(node["untouchable"]),
-                   int(node["park_steps"]))
+        return cls(
+            int(node["min_samples"]),
+            int(node["window"]),
+            float(node["mastered"]),
+            float(node["untouchable"]),
+            int(node["park_steps"]),
+        )
 
     def update(self, samples: Sequence[tuple[str, float]]) -> set[str]:
         """Add one step's (task id, test score) samples; returns the tasks parked from now on."""
         self.step += 1
         for task, score in samples:
             self.history.setdefault(task, []).append(score)
-            self.history[task] = self.history[task][-self.window:]
+            self.history[task] = self.history[task][-self.window :]
         for task, until in list(self.parked_until.items()):
             if until <= self.step:  # re-admitted with a fresh estimate
                 del self.parked_until[task]

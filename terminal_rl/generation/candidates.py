@@ -36,8 +36,9 @@ class Candidate:
     rounds: dict[str, int] = field(default_factory=dict)
     solve: dict | None = None
     gates: dict | None = None
-    usage: dict[str, float] = field(default_factory=lambda: {"requests": 0, "prompt_tokens": 0,
-                                                             "completion_tokens": 0, "cost_usd": 0.0})
+    usage: dict[str, float] = field(
+        default_factory=lambda: {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+    )
     timings: dict[str, float] = field(default_factory=lambda: {"build_sec": 0.0, "test_sec": 0.0})
 
     @property
@@ -57,12 +58,15 @@ class Candidate:
         self.status, self.drop = "dropped", {"stage": stage, "reason": reason, "detail": detail[-4000:]}
 
 
-def draw_specs(count: int, seed: int, categories: list[str], complexities: list[str],
-               personas: list[str]) -> list[dict[str, str]]:
+def draw_specs(
+    count: int, seed: int, categories: list[str], complexities: list[str], personas: list[str]
+) -> list[dict[str, str]]:
     """``count`` (category, complexity, persona) draws, the same for the same seed (pure)."""
     rng = random.Random(seed)
-    return [{"category": rng.choice(categories), "complexity": rng.choice(complexities), "persona": rng.choice(personas)}
-            for _ in range(count)]
+    return [
+        {"category": rng.choice(categories), "complexity": rng.choice(complexities), "persona": rng.choice(personas)}
+        for _ in range(count)
+    ]
 
 
 class CandidateStore:
@@ -77,8 +81,11 @@ class CandidateStore:
         for index, spec in enumerate(specs):
             candidate_id = f"gen-s{seed}-{index:05d}"
             path = self._path(candidate_id)
-            found.append(Candidate(**json.loads(path.read_text(encoding="utf-8"))) if path.is_file()
-                         else Candidate(candidate_id, index, spec))
+            found.append(
+                Candidate(**json.loads(path.read_text(encoding="utf-8")))
+                if path.is_file()
+                else Candidate(candidate_id, index, spec)
+            )
         return found
 
     def stage_seconds(self) -> dict[str, float]:

@@ -52,13 +52,20 @@ async def check_environment(factory: SandboxFactory, task: Task, allowed: list[s
     try:
         await factory.images.ensure(task)
     except ImageBuildError as error:
-        return CheckResult(f"The Dockerfile did not build: {error.reason}\n{error.log_tail[-LOG_TAIL_CHARS:]}",
-                           time.monotonic() - started)
+        return CheckResult(
+            f"The Dockerfile did not build: {error.reason}\n{error.log_tail[-LOG_TAIL_CHARS:]}",
+            time.monotonic() - started,
+        )
     build_sec = time.monotonic() - started
     result = await _verified(factory, task)
     failed = sorted(name for name, outcome in result.outcomes.items() if outcome != "passed")
-    problem = "" if result.score == 1.0 and not failed else (
-        f"The initial-state tests did not all pass in a fresh container: {failed}\n{result.log[-LOG_TAIL_CHARS:]}")
+    problem = (
+        ""
+        if result.score == 1.0 and not failed
+        else (
+            f"The initial-state tests did not all pass in a fresh container: {failed}\n{result.log[-LOG_TAIL_CHARS:]}"
+        )
+    )
     return CheckResult(problem, build_sec, result.duration_sec)
 
 
@@ -70,14 +77,19 @@ async def check_completion(factory: SandboxFactory, task: Task) -> CheckResult:
     untouched = await _verified(factory, task)
     passing = sorted(name for name, outcome in untouched.outcomes.items() if outcome == "passed")
     if passing:
-        return CheckResult(f"These tests already pass in the initial state, before any work: {passing}. Every test "
-                           "must fail until the task is done.", test_sec=untouched.duration_sec)
+        return CheckResult(
+            f"These tests already pass in the initial state, before any work: {passing}. Every test "
+            "must fail until the task is done.",
+            test_sec=untouched.duration_sec,
+        )
     solved, output = await _verified_after(factory, task, task.solution)
     failed = sorted(name for name, outcome in solved.outcomes.items() if outcome != "passed")
     if failed or solved.score < 1.0:
-        return CheckResult(f"After the reference solution ran these tests did not pass: {failed}\nSolution output:\n"
-                           f"{output[-LOG_TAIL_CHARS // 2:]}\nTest output:\n{solved.log[-LOG_TAIL_CHARS:]}",
-                           test_sec=untouched.duration_sec + solved.duration_sec)
+        return CheckResult(
+            f"After the reference solution ran these tests did not pass: {failed}\nSolution output:\n"
+            f"{output[-LOG_TAIL_CHARS // 2 :]}\nTest output:\n{solved.log[-LOG_TAIL_CHARS:]}",
+            test_sec=untouched.duration_sec + solved.duration_sec,
+        )
     return CheckResult("", test_sec=untouched.duration_sec + solved.duration_sec)
 
 
@@ -89,10 +101,16 @@ async def acceptance_gates(factory: SandboxFactory, task: Task, fresh: int) -> d
     runs += [_verified_after(factory, task, None) for _ in range(fresh)]
     runs += [_verified_after(factory, task, "\n".join(commands)) for commands in attacks.values()]
     scores = [result.score for result, _ in await asyncio.gather(*runs)]
-    oracle, noop, attacked = scores[:fresh], scores[fresh:2 * fresh], dict(zip(attacks, scores[2 * fresh:]))
-    problems = ([f"the reference solution scored {oracle}"] if min(oracle) < 1.0 else []) + (
-        [f"a no-op scored {noop}"] if max(noop) >= 1.0 else []) + [
-        f"attack {name} scored {score} above a no-op's {max(noop)}" for name, score in attacked.items() if score > max(noop)]
+    oracle, noop, attacked = scores[:fresh], scores[fresh : 2 * fresh], dict(zip(attacks, scores[2 * fresh :]))
+    problems = (
+        ([f"the reference solution scored {oracle}"] if min(oracle) < 1.0 else [])
+        + ([f"a no-op scored {noop}"] if max(noop) >= 1.0 else [])
+        + [
+            f"attack {name} scored {score} above a no-op's {max(noop)}"
+            for name, score in attacked.items()
+            if score > max(noop)
+        ]
+    )
     return {"oracle": oracle, "noop": noop, "attacks": attacked, "problem": "; ".join(problems)}
 
 

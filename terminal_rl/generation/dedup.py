@@ -16,7 +16,7 @@ def shingles(text: str, k: int) -> frozenset[tuple[str, ...]]:
     words = _WORD.findall(text.lower())
     if len(words) < k:
         return frozenset({tuple(words)}) if words else frozenset()
-    return frozenset(tuple(words[i:i + k]) for i in range(len(words) - k + 1))
+    return frozenset(tuple(words[i : i + k]) for i in range(len(words) - k + 1))
 
 
 def jaccard(a: frozenset, b: frozenset) -> float:

@@ -43,8 +43,11 @@ class CompletionDraft:
 def _fields(value: dict[str, Any], expected: dict[str, type]) -> dict[str, Any]:
     missing, unknown = sorted(set(expected) - set(value)), sorted(set(value) - set(expected))
     if missing or unknown:
-        raise MalformedReply(f"the object must have exactly the keys {sorted(expected)}"
-                             + (f"; missing {missing}" if missing else "") + (f"; unexpected {unknown}" if unknown else ""))
+        raise MalformedReply(
+            f"the object must have exactly the keys {sorted(expected)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; unexpected {unknown}" if unknown else "")
+        )
     for key, kind in expected.items():
         if not isinstance(value[key], kind) or (kind is str and not value[key].strip()):
             raise MalformedReply(f"{key!r} must be a non-empty {kind.__name__}")

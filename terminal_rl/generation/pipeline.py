@@ -65,35 +65,60 @@ class SolveFilter:
     results_file: Path
 
 
-def generated_task(candidate: Candidate, config: GeneratorConfig, tests: str | None = None,
-                   difficulty: Difficulty = Difficulty.MEDIUM) -> Task:
+def generated_task(
+    candidate: Candidate, config: GeneratorConfig, tests: str | None = None, difficulty: Difficulty = Difficulty.MEDIUM
+) -> Task:
     """The candidate as a task: its completion tests and solution, or (``tests`` given) a task whose
     tests are ``tests`` (the initial-state check)."""
     description, completion = candidate.description, candidate.completion or {}
     return Task(
-        id=candidate.id, title=description["title"], prompt=description["instruction"], difficulty=difficulty,
-        category=candidate.spec["category"], tags=("generated",),
+        id=candidate.id,
+        title=description["title"],
+        prompt=description["instruction"],
+        difficulty=difficulty,
+        category=candidate.spec["category"],
+        tags=("generated",),
         environment=Environment(dockerfile=candidate.environment["dockerfile"]),
         tests={INITIAL_TESTS: tests} if tests is not None else {COMPLETION_TESTS: completion["tests"]},
-        verifier=VerifierKind.WEIGHTED_PYTEST, test_weights=None if tests is not None else completion["weights"],
-        files={}, limits=config.limits, source=f"generated:{candidate.id}",
+        verifier=VerifierKind.WEIGHTED_PYTEST,
+        test_weights=None if tests is not None else completion["weights"],
+        files={},
+        limits=config.limits,
+        source=f"generated:{candidate.id}",
         solution=None if tests is not None else completion["solution"],
-        metadata={"generator": config.llm.model, "persona": candidate.spec["persona"],
-                  "complexity": candidate.spec["complexity"]},
+        metadata={
+            "generator": config.llm.model,
+            "persona": candidate.spec["persona"],
+            "complexity": candidate.spec["complexity"],
+        },
     )
 
 
 class Pipeline:
-    def __init__(self, config: GeneratorConfig, store: CandidateStore, llm: JsonChat, factory: SandboxFactory,
-                 solver: SolveFilter, output_dir: Path, console: Console):
+    def __init__(
+        self,
+        config: GeneratorConfig,
+        store: CandidateStore,
+        llm: JsonChat,
+        factory: SandboxFactory,
+        solver: SolveFilter,
+        output_dir: Path,
+        console: Console,
+    ):
         self.config, self.store, self.llm, self.factory = config, store, llm, factory
         self.solver, self.output_dir, self.console = solver, output_dir, console
         self.stage_seconds = store.stage_seconds()
 
     async def run(self, candidates: list[Candidate]) -> None:
         stages: list[tuple[str, Callable[[Candidate], Awaitable[None]] | None]] = [
-            ("describe", self.describe), ("dedup", None), ("environment", self.environment),
-            ("completion", self.completion), ("solve", None), ("gates", self.gates), ("write", self.write)]
+            ("describe", self.describe),
+            ("dedup", None),
+            ("environment", self.environment),
+            ("completion", self.completion),
+            ("solve", None),
+            ("gates", self.gates),
+            ("write", self.write),
+        ]
         for stage, work in stages:
             due = [c for c in candidates if c.active and c.stage == stage]
             started = time.monotonic()
@@ -131,7 +156,9 @@ class Pipeline:
         request = json.dumps({"candidate": candidate.id, **candidate.spec}, indent=2)
         draft, conversation = await self.llm.ask(
             [{"role": "system", "content": prompt("describe")}, {"role": "user", "content": request}],
-            parse_description, candidate.usage)
+            parse_description,
+            candidate.usage,
+        )
         self.store.save_conversation(candidate, "describe", conversation)
         candidate.description = asdict(draft)
 
@@ -154,13 +181,16 @@ class Pipeline:
             seen.add(candidate.id, instruction)
 
     async def environment(self, candidate: Candidate) -> None:
-        request = json.dumps({"candidate": candidate.id, "allowed_base_images": self.config.base_images,
-                              **candidate.description}, indent=2)
+        request = json.dumps(
+            {"candidate": candidate.id, "allowed_base_images": self.config.base_images, **candidate.description},
+            indent=2,
+        )
 
         async def check(draft) -> str:
             candidate.environment = asdict(draft)
-            result = await check_environment(self.factory, generated_task(candidate, self.config, draft.initial_tests),
-                                              self.config.base_images)
+            result = await check_environment(
+                self.factory, generated_task(candidate, self.config, draft.initial_tests), self.config.base_images
+            )
             candidate.timings["build_sec"] += result.build_sec
             candidate.timings["test_sec"] += result.test_sec
             return result.problem
@@ -168,8 +198,9 @@ class Pipeline:
         await self._repaired(candidate, "environment", request, parse_environment, check)
 
     async def completion(self, candidate: Candidate) -> None:
-        request = json.dumps({"candidate": candidate.id, **candidate.description,
-                              "environment": candidate.environment}, indent=2)
+        request = json.dumps(
+            {"candidate": candidate.id, **candidate.description, "environment": candidate.environment}, indent=2
+        )
 
         async def check(draft) -> str:
             candidate.completion = asdict(draft)
@@ -214,8 +245,12 @@ class Pipeline:
             if not attempts:  # every episode was an infrastructure failure: try again on a rerun
                 continue
             rate = sum(score == 1.0 for score in attempts) / len(attempts)
-            candidate.solve = {"attempts": len(attempts), "solved": sum(s == 1.0 for s in attempts), "rate": rate,
-                               "difficulty": difficulty_for(rate, self.config.difficulty_bands).value}
+            candidate.solve = {
+                "attempts": len(attempts),
+                "solved": sum(s == 1.0 for s in attempts),
+                "rate": rate,
+                "difficulty": difficulty_for(rate, self.config.difficulty_bands).value,
+            }
             if rate == 0.0:
                 candidate.drop_at("solve", "never solved", f"0 of {len(attempts)} attempts of {solver.policy.name}")
             else:
@@ -223,12 +258,14 @@ class Pipeline:
             self.store.save(candidate)
 
     async def gates(self, candidate: Candidate) -> None:
-        candidate.gates = await acceptance_gates(self.factory, generated_task(candidate, self.config),
-                                                 self.config.fresh_containers)
+        candidate.gates = await acceptance_gates(
+            self.factory, generated_task(candidate, self.config), self.config.fresh_containers
+        )
         if candidate.gates["problem"]:
             candidate.drop_at("gates", "acceptance gate failed", candidate.gates["problem"])
 
     async def write(self, candidate: Candidate) -> None:
         task = generated_task(candidate, self.config, difficulty=Difficulty(candidate.solve["difficulty"]))
-        export_harbor(replace(task, metadata={**task.metadata, "solve_rate": f"{candidate.solve['rate']:.3f}"}),
-                      self.output_dir)
+        export_harbor(
+            replace(task, metadata={**task.metadata, "solve_rate": f"{candidate.solve['rate']:.3f}"}), self.output_dir
+        )

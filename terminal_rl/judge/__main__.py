@@ -24,8 +24,16 @@ from rich.table import Table
 
 from terminal_rl.config import compose, project_path, to_dataclass
 from terminal_rl.judge.backend import JudgeBackend, read_backend, write_backend
-from terminal_rl.judge.calibration import (calibrate, load_cases, load_results, load_trajectories,
-                                           make_calibration_set, plot_results, result_path, CALIBRATION_TASK)
+from terminal_rl.judge.calibration import (
+    CALIBRATION_TASK,
+    calibrate,
+    load_cases,
+    load_results,
+    load_trajectories,
+    make_calibration_set,
+    plot_results,
+    result_path,
+)
 from terminal_rl.judge.service import JudgeConfig, JudgeService
 from terminal_rl.run_context import RunContext
 
@@ -33,8 +41,9 @@ console = Console()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m terminal_rl.judge", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m terminal_rl.judge", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("switch", "calibrate"):
         command = commands.add_parser(name)
@@ -83,11 +92,19 @@ def run_calibration(config: JudgeConfig, args, cfg) -> int:
     for case in result["cases"]:
         scores = ", ".join("missing" if s is None else f"{s:.2f}" for s in case["scores"])
         mean = "-" if case["mean"] is None else f"{case['mean']:.2f}"
-        table.add_row(case["id"], "{:.2f}-{:.2f}".format(*case["expected"]), scores, mean, f"{case['spread']:.2f}",
-                      "yes" if case["passed"] else "NO")
+        table.add_row(
+            case["id"],
+            "{:.2f}-{:.2f}".format(*case["expected"]),
+            scores,
+            mean,
+            f"{case['spread']:.2f}",
+            "yes" if case["passed"] else "NO",
+        )
     console.print(table)
-    console.print(f"mean score {result['mean_score']:.3f}; {result['calls']} calls, {result['tokens']} tokens, "
-                  f"${result['cost_usd']:.4f}; results: {path}")
+    console.print(
+        f"mean score {result['mean_score']:.3f}; {result['calls']} calls, {result['tokens']} tokens, "
+        f"${result['cost_usd']:.4f}; results: {path}"
+    )
     return 0
 
 
@@ -102,8 +119,14 @@ def report(config: JudgeConfig) -> int:
         table.add_column(column)
     for rank, result in enumerate(results, start=1):
         spread = sum(c["spread"] for c in result["cases"]) / len(result["cases"])
-        table.add_row(str(rank), result["judge"], f"{result['passed']}/{len(result['cases'])}",
-                      f"{result['mean_score']:.3f}", f"{spread:.3f}", f"{result['cost_usd']:.4f}")
+        table.add_row(
+            str(rank),
+            result["judge"],
+            f"{result['passed']}/{len(result['cases'])}",
+            f"{result['mean_score']:.3f}",
+            f"{spread:.3f}",
+            f"{result['cost_usd']:.4f}",
+        )
     console.print(table)
     console.print(f"plot: {plot_results(results, calibration_dir / 'report.png')}")
     return 0
@@ -115,16 +138,21 @@ def record_calibration_set(cfg) -> int:
     from terminal_rl.sandbox.sandbox import SandboxFactory
 
     services = compose("services", [f"run.id={cfg.run.id}"])
-    limits = EpisodeLimits(max_turns=20, max_tokens_per_turn=4000, max_context_tokens=32768,
-                           max_consecutive_parse_errors=3)
+    limits = EpisodeLimits(
+        max_turns=20, max_tokens_per_turn=4000, max_context_tokens=32768, max_consecutive_parse_errors=3
+    )
 
     async def record():
-        async with SandboxFactory(SandboxConfig.from_node(services.sandbox), RunContext.from_config(cfg.run)) as factory:
+        async with SandboxFactory(
+            SandboxConfig.from_node(services.sandbox), RunContext.from_config(cfg.run)
+        ) as factory:
             return await make_calibration_set(_calibration_task(cfg), factory, limits, load_cases())
 
     for trajectory in asyncio.run(record()):
-        console.print(f"{trajectory.metadata['case']}: {len(trajectory.turns)} turns, ended {trajectory.termination}, "
-                      f"tests {trajectory.score}")
+        console.print(
+            f"{trajectory.metadata['case']}: {len(trajectory.turns)} turns, ended {trajectory.termination}, "
+            f"tests {trajectory.score}"
+        )
     return 0
 
 

@@ -63,8 +63,10 @@ class CaseResult:
 
 
 def load_cases(path: Path = CASES_FILE) -> list[Case]:
-    return [Case(c["id"], c["description"], tuple(c["expected"]), c["responses"], c.get("max_turns", 20))
-            for c in yaml.safe_load(path.read_text(encoding="utf-8"))]
+    return [
+        Case(c["id"], c["description"], tuple(c["expected"]), c["responses"], c.get("max_turns", 20))
+        for c in yaml.safe_load(path.read_text(encoding="utf-8"))
+    ]
 
 
 def load_trajectories(path: Path = TRAJECTORIES_FILE) -> dict[str, Trajectory]:
@@ -73,22 +75,30 @@ def load_trajectories(path: Path = TRAJECTORIES_FILE) -> dict[str, Trajectory]:
     return {t.metadata["case"]: t for t in trajectories}
 
 
-async def make_calibration_set(task: Task, factory: SandboxFactory, limits: EpisodeLimits,
-                               cases: list[Case], out: Path = TRAJECTORIES_FILE) -> list[Trajectory]:
+async def make_calibration_set(
+    task: Task, factory: SandboxFactory, limits: EpisodeLimits, cases: list[Case], out: Path = TRAJECTORIES_FILE
+) -> list[Trajectory]:
     """Run each case's scripted episode in a real container and record its trajectory."""
     protocol = make_protocol("xml_yaml")
     trajectories = []
     for case in cases:
-        trajectory = await run_episode(task, factory, protocol, ScriptedPolicy(case.responses),
-                                       replace(limits, max_turns=case.max_turns), rollout_id=case.id)
+        trajectory = await run_episode(
+            task,
+            factory,
+            protocol,
+            ScriptedPolicy(case.responses),
+            replace(limits, max_turns=case.max_turns),
+            rollout_id=case.id,
+        )
         trajectory.metadata["case"] = case.id
         trajectories.append(trajectory)
     out.write_text("".join(t.to_json() + "\n" for t in trajectories), encoding="utf-8")
     return trajectories
 
 
-async def calibrate(service: JudgeService, task: Task, cases: list[Case], trajectories: dict[str, Trajectory],
-                    attempts: int) -> dict:
+async def calibrate(
+    service: JudgeService, task: Task, cases: list[Case], trajectories: dict[str, Trajectory], attempts: int
+) -> dict:
     """Judge every case ``attempts`` times; the result record `judge report` ranks."""
     environment = describe_environment(task)
     config = service.config
@@ -143,8 +153,13 @@ def plot_results(results: list[dict], out: Path) -> Path:
         offset = (index - (len(results) - 1) / 2) * 0.15
         for row, case in enumerate(result["cases"]):
             scores = [s for s in case["scores"] if s is not None]
-            axis.scatter(scores, [row + offset] * len(scores), s=18, color=f"C{index}",
-                         label=result["judge"] if row == 0 else None)
+            axis.scatter(
+                scores,
+                [row + offset] * len(scores),
+                s=18,
+                color=f"C{index}",
+                label=result["judge"] if row == 0 else None,
+            )
     axis.set_yticks(range(len(cases)), cases)
     axis.set_xlim(-0.02, 1.02)
     axis.set_xlabel("judge score (shaded: expected range)")

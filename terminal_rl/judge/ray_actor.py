@@ -41,8 +41,9 @@ class JudgeActor:
 
 def start_judge_actor(config: JudgeConfig, control_dir: Path, run_id: str):
     """Create the run's judge actor, or return the existing one (every node may call this)."""
-    return JudgeActor.options(name=actor_name(run_id), namespace=NAMESPACE, get_if_exists=True,
-                              lifetime="detached", max_concurrency=1000).remote(config, str(control_dir))
+    return JudgeActor.options(
+        name=actor_name(run_id), namespace=NAMESPACE, get_if_exists=True, lifetime="detached", max_concurrency=1000
+    ).remote(config, str(control_dir))
 
 
 def judge_actor(run_id: str):

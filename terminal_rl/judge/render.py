@@ -21,8 +21,10 @@ def describe_environment(task: Task) -> str:
     if env.dockerfile is None:
         return f"Container image {env.image}."
     workdirs = [args for keyword, args in instructions(env.dockerfile) if keyword == "WORKDIR"]
-    return (f"Container built from {', '.join(base_images(env.dockerfile))}; working directory "
-            f"{workdirs[-1] if workdirs else '/'}; the agent runs as root.")
+    return (
+        f"Container built from {', '.join(base_images(env.dockerfile))}; working directory "
+        f"{workdirs[-1] if workdirs else '/'}; the agent runs as root."
+    )
 
 
 def render_trajectory(trajectory: Trajectory, max_model_chars: int, max_observation_chars: int) -> str:
@@ -43,6 +45,9 @@ def render_trajectory(trajectory: Trajectory, max_model_chars: int, max_observat
 def judge_messages(rubric: str, task_prompt: str, environment: str, rendered: str) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": rubric},
-        {"role": "user", "content": f"## Task\n{task_prompt}\n\n## Environment\n{environment}\n\n"
-                                    f"## Trajectory\n{rendered}\n\nGrade it now: one JSON object only."},
+        {
+            "role": "user",
+            "content": f"## Task\n{task_prompt}\n\n## Environment\n{environment}\n\n"
+            f"## Trajectory\n{rendered}\n\nGrade it now: one JSON object only.",
+        },
     ]

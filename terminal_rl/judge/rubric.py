@@ -49,7 +49,9 @@ def parse_verdict(text: str) -> Verdict:
     try:
         data = json.loads(body)
     except json.JSONDecodeError as error:
-        raise VerdictError(f"not a single JSON object ({error.msg} at line {error.lineno} column {error.colno})") from None
+        raise VerdictError(
+            f"not a single JSON object ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
     if not isinstance(data, dict):
         raise VerdictError("the answer must be a JSON object")
     parts = {name: _number(data, name, 0.0, 1.0) for name in PARTS}

@@ -28,8 +28,15 @@ from terminal_rl.judge.rubric import VerdictError, parse_verdict, rubric_text
 log = logging.getLogger(__name__)
 CACHE_FILE = "cache.jsonl"
 # litellm exception class names worth a retry (the rest, e.g. authentication, are not).
-RETRYABLE = {"RateLimitError", "Timeout", "APIConnectionError", "InternalServerError", "ServiceUnavailableError",
-             "APIError", "BadGatewayError"}
+RETRYABLE = {
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "APIError",
+    "BadGatewayError",
+}
 
 
 @dataclass(frozen=True)
@@ -136,8 +143,11 @@ class JudgeService:
         if not self.budget_left():
             self.stats.budget_refusals += 1
             self.stats.missing += 1
-            log.warning("JUDGE BUDGET EXHAUSTED (spent $%.4f, %d tokens): the judge is missing for this sample",
-                        self.stats.cost_usd, self.stats.prompt_tokens + self.stats.completion_tokens)
+            log.warning(
+                "JUDGE BUDGET EXHAUSTED (spent $%.4f, %d tokens): the judge is missing for this sample",
+                self.stats.cost_usd,
+                self.stats.prompt_tokens + self.stats.completion_tokens,
+            )
             return Judgement(None, backend.label, missing_reason="budget exhausted")
         async with self._slots:
             judgement = await self._grade(backend, request)
@@ -148,8 +158,9 @@ class JudgeService:
         return judgement
 
     def cache_key(self, backend: JudgeBackend, request: JudgeRequest) -> str:
-        content = json.dumps([self.config.rubric, backend.label, request.task_prompt, request.environment,
-                              request.rendered])
+        content = json.dumps(
+            [self.config.rubric, backend.label, request.task_prompt, request.environment, request.rendered]
+        )
         return hashlib.sha256(content.encode()).hexdigest()
 
     async def _grade(self, backend: JudgeBackend, request: JudgeRequest) -> Judgement:
@@ -164,12 +175,22 @@ class JudgeService:
                 verdict = parse_verdict(text)
             except VerdictError as error:
                 judgement.missing_reason = f"unparseable verdict: {error}"
-                messages = [*messages, {"role": "assistant", "content": text},
-                            {"role": "user", "content": f"Your answer is not valid: {error}. "
-                                                        "Reply with the JSON object only, in the format given."}]
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": text},
+                    {
+                        "role": "user",
+                        "content": f"Your answer is not valid: {error}. "
+                        "Reply with the JSON object only, in the format given.",
+                    },
+                ]
                 continue
             judgement.score, judgement.missing_reason = verdict.score, ""
-            judgement.parts, judgement.modifiers, judgement.penalties = verdict.parts, verdict.modifiers, verdict.penalties
+            judgement.parts, judgement.modifiers, judgement.penalties = (
+                verdict.parts,
+                verdict.modifiers,
+                verdict.penalties,
+            )
             judgement.rationale = verdict.rationale
             break
         judgement.latency_sec = time.monotonic() - started
@@ -187,9 +208,13 @@ class JudgeService:
             self.stats.calls += 1
             try:
                 response = await litellm.acompletion(
-                    model=backend.model, messages=_with_prompt_cache(backend.model, messages),
-                    api_base=backend.base_url or None, api_key=backend.api_key() or "none",
-                    temperature=config.temperature, max_tokens=config.max_tokens, timeout=config.timeout_sec,
+                    model=backend.model,
+                    messages=_with_prompt_cache(backend.model, messages),
+                    api_base=backend.base_url or None,
+                    api_key=backend.api_key() or "none",
+                    temperature=config.temperature,
+                    max_tokens=config.max_tokens,
+                    timeout=config.timeout_sec,
                     num_retries=0,
                 )
             except Exception as error:  # litellm maps provider errors to its own exception types
@@ -247,5 +272,10 @@ def _with_prompt_cache(model: str, messages: list[dict]) -> list[dict]:
     if not model.startswith(("anthropic/", "claude")):
         return messages
     system, *rest = messages
-    return [{"role": "system", "content": [{"type": "text", "text": system["content"],
-                                            "cache_control": {"type": "ephemeral"}}]}, *rest]
+    return [
+        {
+            "role": "system",
+            "content": [{"type": "text", "text": system["content"], "cache_control": {"type": "ephemeral"}}],
+        },
+        *rest,
+    ]

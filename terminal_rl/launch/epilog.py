@@ -71,10 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     from terminal_rl.sandbox.docker_client import docker_client
     from terminal_rl.sandbox.janitor import sweep_until_settled
 
-    parser = argparse.ArgumentParser(prog="python -m terminal_rl.launch.epilog", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("job_id", nargs="?", default=os.environ.get("SLURM_JOB_ID"),
-                        help="the ended job (default: SLURM_JOB_ID, as Slurm sets it for the epilog)")
+    parser = argparse.ArgumentParser(
+        prog="python -m terminal_rl.launch.epilog",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "job_id",
+        nargs="?",
+        default=os.environ.get("SLURM_JOB_ID"),
+        help="the ended job (default: SLURM_JOB_ID, as Slurm sets it for the epilog)",
+    )
     parser.add_argument("--grace-sec", type=float, default=10.0, help="between SIGTERM and SIGKILL")
     args, overrides = parser.parse_known_args(argv)
     if not args.job_id or not args.job_id.isdigit():
@@ -83,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     killed = end_processes(survivors, args.grace_sec)
     client = docker_client(SandboxConfig.from_node(compose("services", overrides).sandbox).docker_host)
     removed = sweep_until_settled(client, slurm_job=args.job_id)
-    print(f"epilog for job {args.job_id}: ended {len(survivors)} leftover processes ({len(killed)} needed "
-          f"SIGKILL), removed {removed} sandbox containers")
+    print(
+        f"epilog for job {args.job_id}: ended {len(survivors)} leftover processes ({len(killed)} needed "
+        f"SIGKILL), removed {removed} sandbox containers"
+    )
     return 0
 
 

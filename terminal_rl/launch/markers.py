@@ -47,15 +47,18 @@ def write_json(path: Path, value) -> None:
     partial.replace(path)
 
 
-def wait_for_ranks(run: RunContext, job_id: str, ranks: range | list[int], what: str, timeout_sec: float,
-                   poll_sec: float = 2) -> dict[int, str]:
+def wait_for_ranks(
+    run: RunContext, job_id: str, ranks: range | list[int], what: str, timeout_sec: float, poll_sec: float = 2
+) -> dict[int, str]:
     """Until every rank of ``ranks`` has written its ``what`` marker; their contents by rank. Raises
     naming the ranks still missing."""
     deadline = time.monotonic() + timeout_sec
     markers = {rank: rank_marker(run, job_id, rank, what) for rank in ranks}
     while missing := [rank for rank, marker in markers.items() if not marker.exists()]:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"node rank(s) {missing} did not report {what!r} within {timeout_sec:g} s: see "
-                               f"their logs in {run.log_dir / 'slurm'}")
+            raise RuntimeError(
+                f"node rank(s) {missing} did not report {what!r} within {timeout_sec:g} s: see "
+                f"their logs in {run.log_dir / 'slurm'}"
+            )
         time.sleep(poll_sec)
     return {rank: marker.read_text() for rank, marker in markers.items()}

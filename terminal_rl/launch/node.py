@@ -40,6 +40,7 @@ def requeue_on_signal(body: SlurmRun, rank: int, job_id: str) -> None:
     """On Slurm's warning signal, rank 0 has the trainer save its current step (``SlurmRun.checkpoint``)
     and requeues the job unless it used up its restarts; the other ranks carry on until the requeue
     stops them (the signal's default action would end them at once)."""
+
     def handler(signum, frame):
         if rank == 0 and body.checkpoint() is not None:
             subprocess.run(["scontrol", "requeue", job_id], check=True)

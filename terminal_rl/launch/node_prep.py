@@ -44,14 +44,18 @@ def _node_images(cfg: DictConfig) -> list[str]:
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     try:
         client = docker_client(sandbox.docker_host)
-        provided = provide_node_images(client, sandbox, task_set_images(_valid_tasks(cfg)),
-                                       RunContext.from_config(cfg.run))
+        provided = provide_node_images(
+            client, sandbox, task_set_images(_valid_tasks(cfg)), RunContext.from_config(cfg.run)
+        )
     except DockerException:
         return []  # check_docker names the engine that does not answer
     except (BaseImageError, ToolchainError) as error:
         return [f"could not provide this node's base images and verifier toolchain: {error}"]
-    print(f"node images on {socket.gethostname()}: {len(provided.provided)} base images provided now, verifier "
-          f"toolchain {provided.toolchain.directory.name}", flush=True)
+    print(
+        f"node images on {socket.gethostname()}: {len(provided.provided)} base images provided now, verifier "
+        f"toolchain {provided.toolchain.directory.name}",
+        flush=True,
+    )
     return []
 
 

@@ -68,8 +68,9 @@ def serve_policy(cfg: DictConfig, console: Console) -> Iterator[None]:
         yield
         return
     if cfg.policy.kind != "token":
-        raise ValueError(f"a served checkpoint (serve.kind={cfg.serve.kind}) is for policy=token, "
-                         f"not policy={cfg.policy.kind}")
+        raise ValueError(
+            f"a served checkpoint (serve.kind={cfg.serve.kind}) is for policy=token, not policy={cfg.policy.kind}"
+        )
     command = [sys.executable if i == 0 and part == "python" else str(part) for i, part in enumerate(cfg.serve.command)]
     log_path = RunContext.from_config(cfg.run).log_dir / "serve.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,12 +95,14 @@ def wait_until_ready(base_url: str, server: subprocess.Popen, timeout_sec: float
     deadline = time.monotonic() + timeout_sec
     while True:
         if server.poll() is not None:
-            raise RuntimeError(f"the policy server exited with code {server.returncode} before answering; "
-                               f"see {log_path}")
+            raise RuntimeError(
+                f"the policy server exited with code {server.returncode} before answering; see {log_path}"
+            )
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(f"{base_url}/models", timeout=5).status_code == 200:
                 return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the policy server did not answer {base_url}/models within {timeout_sec:.0f}s; "
-                               f"see {log_path}")
+            raise TimeoutError(
+                f"the policy server did not answer {base_url}/models within {timeout_sec:.0f}s; see {log_path}"
+            )
         time.sleep(1)

@@ -33,8 +33,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.config import to_dataclass
 from terminal_rl.launch.epilog import mark_job_processes
-from terminal_rl.launch.markers import (FIRST_IMAGES, IMAGES, PREPARED, RAY_NODES, attempt_marker, done_marker,
-                                       rank_marker, wait_for_ranks, write_json)
+from terminal_rl.launch.markers import (
+    FIRST_IMAGES,
+    IMAGES,
+    PREPARED,
+    RAY_NODES,
+    attempt_marker,
+    done_marker,
+    rank_marker,
+    wait_for_ranks,
+    write_json,
+)
 from terminal_rl.launch.node_prep import build_task_images, prepare_node
 from terminal_rl.run_context import RunContext
 from terminal_rl.training.preemption import clear, exchange_folder, request_save, wait_for_save
@@ -75,13 +84,17 @@ def submit(cfg: DictConfig, body=None, nodes: int | None = None) -> submitit.Job
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=launcher.max_restarts)
     executor.update_parameters(**slurm_parameters(cfg.hardware, launcher, run.run_id, nodes))
     job = executor.submit(body or SlurmRun(OmegaConf.to_container(cfg), restarts=0))
-    print(f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
-          f"  logs: {job.paths.stdout} (and .err), one per node: {folder}/{job.job_id}_<rank>_log.out\n"
-          f"  run directory: {run.shared_dir}")
+    print(
+        f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
+        f"  logs: {job.paths.stdout} (and .err), one per node: {folder}/{job.job_id}_<rank>_log.out\n"
+        f"  run directory: {run.shared_dir}"
+    )
     return job
 
 
-def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id: str, nodes: int | None = None) -> dict:
+def slurm_parameters(
+    hardware: DictConfig, launcher: SlurmLauncherConfig, run_id: str, nodes: int | None = None
+) -> dict:
     """submitit's parameters: one task per node; resources from the hardware preset (``nodes``
     overrides its node count), cluster specifics from the launcher config (and conf/local/slurm.yaml
     merged into it)."""
@@ -89,10 +102,16 @@ def slurm_parameters(hardware: DictConfig, launcher: SlurmLauncherConfig, run_id
     # again; a node whose task fails (its preflight, say) ends the others at once instead of leaving
     # them waiting for it (--kill-on-bad-exit). Requeue on preemption is asked for explicitly (a
     # cluster's default may be off).
-    parameters = dict(nodes=nodes or hardware.nodes, tasks_per_node=1, cpus_per_task=hardware.cpus_per_node,
-                      mem_gb=launcher.mem_gb, timeout_min=launcher.time_min, name=f"trl-{run_id}",
-                      slurm_signal_delay_s=int(launcher.signal_delay_s),
-                      slurm_srun_args=[f"--cpus-per-task={hardware.cpus_per_node}", "--kill-on-bad-exit=1"])
+    parameters = dict(
+        nodes=nodes or hardware.nodes,
+        tasks_per_node=1,
+        cpus_per_task=hardware.cpus_per_node,
+        mem_gb=launcher.mem_gb,
+        timeout_min=launcher.time_min,
+        name=f"trl-{run_id}",
+        slurm_signal_delay_s=int(launcher.signal_delay_s),
+        slurm_srun_args=[f"--cpus-per-task={hardware.cpus_per_node}", "--kill-on-bad-exit=1"],
+    )
     if hardware.device == "cuda":
         parameters["gpus_per_node"] = hardware.gpus_per_node
     for key in ("partition", "account", "qos", "constraint"):
@@ -126,7 +145,9 @@ class SlurmRun(submitit.helpers.Checkpointable):
             rank_marker(run, env.job_id, env.global_rank, PREPARED).write_text("prepared")
             if launcher.preflight_only:
                 return "preflight ok"
-            return self._head(cfg, env, run, launcher) if env.global_rank == 0 else self._worker(cfg, env, run, launcher)
+            return (
+                self._head(cfg, env, run, launcher) if env.global_rank == 0 else self._worker(cfg, env, run, launcher)
+            )
         finally:
             janitor(cfg, run)
 
@@ -141,9 +162,13 @@ class SlurmRun(submitit.helpers.Checkpointable):
         request_save(folder)
         # Leave a margin for the requeue itself and Slurm's kill: the rest of the delay is the save's.
         step = wait_for_save(folder, max(launcher.signal_delay_s - 60, 1))
-        print(f"requeue: the trainer saved step {step}" if step is not None else
-              f"requeue: no save within launcher.signal_delay_s={launcher.signal_delay_s:g} s (a step and its save "
-              "take longer: raise it); resuming from the last checkpoint", flush=True)
+        print(
+            f"requeue: the trainer saved step {step}"
+            if step is not None
+            else f"requeue: no save within launcher.signal_delay_s={launcher.signal_delay_s:g} s (a step and its save "
+            "take longer: raise it); resuming from the last checkpoint",
+            flush=True,
+        )
         if self.restarts >= launcher.max_restarts:
             return None
         return submitit.helpers.DelayedSubmission(SlurmRun(self.config, self.restarts + 1))
@@ -156,12 +181,15 @@ class SlurmRun(submitit.helpers.Checkpointable):
         os.environ["TERMINAL_RL_NODE_IP"] = head_address(env)
         done = done_marker(run, env.job_id)
         clear(exchange_folder(run))  # an earlier attempt's save request is answered or moot
-        ray = ray_node(cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"])
+        ray = ray_node(
+            cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"]
+        )
         try:
             # The join timer starts once every node is prepared: loading an image archive can take
             # up to image_timeout_sec on the others.
-            wait_for_ranks(run, env.job_id, range(env.num_nodes), PREPARED,
-                           launcher.image_timeout_sec + launcher.join_timeout_sec)
+            wait_for_ranks(
+                run, env.job_id, range(env.num_nodes), PREPARED, launcher.image_timeout_sec + launcher.join_timeout_sec
+            )
             wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec, run, env.job_id)
             os.environ["RAY_ADDRESS"] = address
             variables = run_environment(cfg)
@@ -173,8 +201,11 @@ class SlurmRun(submitit.helpers.Checkpointable):
                 reports = wait_for_ranks(run, env.job_id, range(1, env.num_nodes), IMAGES, launcher.image_timeout_sec)
                 for rank, report in sorted(reports.items()):
                     for task_id, reason in json.loads(report)["failed"].items():
-                        print(f"node rank {rank}: task {task_id}'s image does not build there ({reason[:160]}); "
-                              "its rollouts on that node are masked", flush=True)
+                        print(
+                            f"node rank {rank}: task {task_id}'s image does not build there ({reason[:160]}); "
+                            "its rollouts on that node are masked",
+                            flush=True,
+                        )
                 wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec, run, env.job_id)
                 print(f"all {env.num_nodes} nodes prepared, with the {len(first)} first task images each", flush=True)
 
@@ -218,11 +249,16 @@ class SlurmRun(submitit.helpers.Checkpointable):
         outcomes = build_task_images(cfg, rank_marker(run, env.job_id, env.global_rank, "image_builds.json"), task_ids)
         failed = {o.task_id: f"{o.category}: {o.reason}" for o in outcomes if not o.ok}
         built = sum(o.ok and not o.cached for o in outcomes)
-        print(f"first task images on this node: {built} built, {len(outcomes) - built - len(failed)} present, "
-              f"{len(failed)} failed", flush=True)
+        print(
+            f"first task images on this node: {built} built, {len(outcomes) - built - len(failed)} present, "
+            f"{len(failed)} failed",
+            flush=True,
+        )
         ok = {o.task_id for o in outcomes if o.ok}
-        write_json(rank_marker(run, env.job_id, env.global_rank, IMAGES),
-                   {"built": [task_id for task_id in task_ids if task_id in ok], "failed": failed})
+        write_json(
+            rank_marker(run, env.job_id, env.global_rank, IMAGES),
+            {"built": [task_id for task_id in task_ids if task_id in ok], "failed": failed},
+        )
 
 
 def ray_auth_token(run: RunContext) -> Path:
@@ -280,19 +316,31 @@ def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
     if cfg.hardware.device == "cpu":
         cpus, gpus = cfg.hardware.ray_num_cpus, cfg.hardware.ray_num_gpus
     base = node_port_base(env.job_id, env.global_rank)
-    command = [str(Path(sys.executable).with_name("ray")), "start", "--block", *extra, f"--num-cpus={cpus}",
-               f"--num-gpus={gpus}", f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}",
-               f"--node-manager-port={base}", f"--object-manager-port={base + 1}",
-               f"--dashboard-agent-listen-port={base + 2}", f"--dashboard-agent-grpc-port={base + 3}",
-               f"--runtime-env-agent-port={base + 4}", f"--metrics-export-port={base + 5}",
-               f"--min-worker-port={base + 10}", f"--max-worker-port={base + RANK_PORTS - 1}"]
+    command = [
+        str(Path(sys.executable).with_name("ray")),
+        "start",
+        "--block",
+        *extra,
+        f"--num-cpus={cpus}",
+        f"--num-gpus={gpus}",
+        f"--temp-dir=/tmp/ray-{env.job_id}-{env.global_rank}",
+        f"--node-manager-port={base}",
+        f"--object-manager-port={base + 1}",
+        f"--dashboard-agent-listen-port={base + 2}",
+        f"--dashboard-agent-grpc-port={base + 3}",
+        f"--runtime-env-agent-port={base + 4}",
+        f"--metrics-export-port={base + 5}",
+        f"--min-worker-port={base + 10}",
+        f"--max-worker-port={base + RANK_PORTS - 1}",
+    ]
     if "--head" in extra:
         command += ["--include-dashboard=false", f"--ray-client-server-port={base + 6}"]
     else:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
     with ray_log(cfg, env).open("a") as log:
-        _NODE_RAY = subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
-                                     preexec_fn=_ray_preexec())
+        _NODE_RAY = subprocess.Popen(
+            command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_ray_preexec()
+        )
     return _NODE_RAY
 
 
@@ -350,9 +398,15 @@ def wait_for_nodes(address: str, count: int, timeout_sec: float, run: RunContext
                 raise RuntimeError(f"only {len(alive)} of {count} nodes are alive in the Ray cluster")
             time.sleep(2)
         write_json(attempt_marker(run, job_id, RAY_NODES), [n["NodeManagerPort"] for n in alive])
-        print(f"Ray cluster has {len(alive)} nodes:", *(
-            f"{n['NodeID'][:12]} at {n['NodeManagerAddress']}:{n['NodeManagerPort']} with "
-            f"{n['Resources'].get('CPU', 0):g} CPUs, {n['Resources'].get('GPU', 0):g} GPUs" for n in alive), sep="\n  ")
+        print(
+            f"Ray cluster has {len(alive)} nodes:",
+            *(
+                f"{n['NodeID'][:12]} at {n['NodeManagerAddress']}:{n['NodeManagerPort']} with "
+                f"{n['Resources'].get('CPU', 0):g} CPUs, {n['Resources'].get('GPU', 0):g} GPUs"
+                for n in alive
+            ),
+            sep="\n  ",
+        )
     finally:
         if connected_here:
             ray.shutdown()

@@ -27,8 +27,15 @@ def projections(architecture: dict) -> dict[str, tuple[int, int]]:
     hidden, inner = architecture["hidden_size"], architecture["intermediate_size"]
     attention = architecture["attention_heads"] * architecture["head_dim"]
     kv = architecture["kv_heads"] * architecture["head_dim"]
-    return {"q_proj": (hidden, attention), "k_proj": (hidden, kv), "v_proj": (hidden, kv), "o_proj": (attention, hidden),
-            "gate_proj": (hidden, inner), "up_proj": (hidden, inner), "down_proj": (inner, hidden)}
+    return {
+        "q_proj": (hidden, attention),
+        "k_proj": (hidden, kv),
+        "v_proj": (hidden, kv),
+        "o_proj": (attention, hidden),
+        "gate_proj": (hidden, inner),
+        "up_proj": (hidden, inner),
+        "down_proj": (inner, hidden),
+    }
 
 
 def unknown_modules(architecture: dict, target_modules: str | list[str]) -> list[str]:

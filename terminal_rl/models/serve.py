@@ -30,18 +30,40 @@ def completion_response(body: dict, token_ids: list[int], logprobs: list[float],
     if body.get("logprobs") is not None:
         values = list(logprobs)
         tokens = [f"token_id:{t}" for t in token_ids]
-        entries = {"text_offset": [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))],
-                   "token_logprobs": values, "tokens": tokens,
-                   "top_logprobs": [{token: value} for token, value in zip(tokens, values)]}
+        entries = {
+            "text_offset": [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))],
+            "token_logprobs": values,
+            "tokens": tokens,
+            "top_logprobs": [{token: value} for token, value in zip(tokens, values)],
+        }
     finish = "length" if len(token_ids) >= int(body.get("max_tokens") or 16) else "stop"
-    choice = {"index": 0, "text": "", "logprobs": entries, "finish_reason": finish, "stop_reason": None,
-              "token_ids": token_ids if wants_ids else None, "prompt_logprobs": None,
-              "prompt_token_ids": prompt if wants_ids else None, "routed_experts": None}
-    return {"id": f"cmpl-{time.monotonic_ns()}", "object": "text_completion", "created": int(time.time()),
-            "model": model or body.get("model", "policy"), "choices": [choice], "service_tier": None,
-            "system_fingerprint": None, "kv_transfer_params": None,
-            "usage": {"prompt_tokens": len(prompt), "total_tokens": len(prompt) + len(token_ids),
-                      "completion_tokens": len(token_ids), "prompt_tokens_details": None}}
+    choice = {
+        "index": 0,
+        "text": "",
+        "logprobs": entries,
+        "finish_reason": finish,
+        "stop_reason": None,
+        "token_ids": token_ids if wants_ids else None,
+        "prompt_logprobs": None,
+        "prompt_token_ids": prompt if wants_ids else None,
+        "routed_experts": None,
+    }
+    return {
+        "id": f"cmpl-{time.monotonic_ns()}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model or body.get("model", "policy"),
+        "choices": [choice],
+        "service_tier": None,
+        "system_fingerprint": None,
+        "kv_transfer_params": None,
+        "usage": {
+            "prompt_tokens": len(prompt),
+            "total_tokens": len(prompt) + len(token_ids),
+            "completion_tokens": len(token_ids),
+            "prompt_tokens_details": None,
+        },
+    }
 
 
 class Generator:
@@ -61,17 +83,30 @@ class Generator:
     def __call__(self, prompt: list[int], body: dict) -> tuple[list[int], list[float]]:
         torch = self.torch
         temperature = float(body.get("temperature", 1.0))
-        sampling = {"do_sample": False} if temperature == 0 else {
-            "do_sample": True, "temperature": temperature, "top_p": float(body.get("top_p", 1.0)),
-            "top_k": int(body.get("top_k", -1)) if int(body.get("top_k", -1)) > 0 else 0}
+        sampling = (
+            {"do_sample": False}
+            if temperature == 0
+            else {
+                "do_sample": True,
+                "temperature": temperature,
+                "top_p": float(body.get("top_p", 1.0)),
+                "top_k": int(body.get("top_k", -1)) if int(body.get("top_k", -1)) > 0 else 0,
+            }
+        )
         if body.get("seed") is not None:
             torch.manual_seed(int(body["seed"]))
         with torch.no_grad():
-            out = self.model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                                      max_new_tokens=int(body.get("max_tokens") or 16), eos_token_id=self.eos_id,
-                                      pad_token_id=self.eos_id, output_logits=True, return_dict_in_generate=True,
-                                      **sampling)
-        ids = out.sequences[0, len(prompt):].tolist()
+            out = self.model.generate(
+                torch.tensor([prompt]),
+                attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                max_new_tokens=int(body.get("max_tokens") or 16),
+                eos_token_id=self.eos_id,
+                pad_token_id=self.eos_id,
+                output_logits=True,
+                return_dict_in_generate=True,
+                **sampling,
+            )
+        ids = out.sequences[0, len(prompt) :].tolist()
         logprobs = [float(torch.log_softmax(logits[0].float(), -1)[token]) for logits, token in zip(out.logits, ids)]
         return ids, logprobs
 
@@ -116,13 +151,22 @@ def serve(generate, port: int, model_name: str) -> ThreadingHTTPServer:
 
 def _error(message: str, code: int) -> dict:
     """vLLM's ``ErrorResponse`` (``engine/protocol.py`` l. 60-68)."""
-    return {"error": {"message": message, "type": "BadRequestError" if code < 500 else "InternalServerError",
-                      "param": None, "code": code}}
+    return {
+        "error": {
+            "message": message,
+            "type": "BadRequestError" if code < 500 else "InternalServerError",
+            "param": None,
+            "code": code,
+        }
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m terminal_rl.models.serve", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m terminal_rl.models.serve",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--model", required=True, help="a Hugging Face model folder")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--served-model-name", default="policy")

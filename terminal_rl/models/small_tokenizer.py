@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.model import Limits
+from terminal_rl.tasks.procedural import procedural_tasks
 
 PROMPTS = Path(__file__).resolve().parents[1] / "agent" / "protocols" / "prompts"
 # Seeds and tasks per seed the corpus draws from (the learning proof trains on seed 0, holds out seed 1).
 CORPUS_SEEDS = range(4)
 CORPUS_TASKS = 320
-_LIMITS = Limits(agent_timeout_sec=60, verifier_timeout_sec=60, build_timeout_sec=60, cpus=1.0, memory_mb=512,
-                 pids=64, network=False)
+_LIMITS = Limits(
+    agent_timeout_sec=60, verifier_timeout_sec=60, build_timeout_sec=60, cpus=1.0, memory_mb=512, pids=64, network=False
+)
 
 
 def family_corpus(family: str) -> list[str]:

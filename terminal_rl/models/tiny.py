@@ -39,15 +39,24 @@ def make_tiny_model(out: Path, architecture: dict, tokenizer_spec) -> Path:
 
         tokenizer = small_tokenizer(tokenizer, tokenizer_spec["family"], int(tokenizer_spec["vocab_size"]))
     if len(tokenizer) > architecture["vocab_size"]:
-        raise ValueError(f"the tokenizer has {len(tokenizer)} entries, more than architecture.vocab_size="
-                         f"{architecture['vocab_size']}")
+        raise ValueError(
+            f"the tokenizer has {len(tokenizer)} entries, more than architecture.vocab_size="
+            f"{architecture['vocab_size']}"
+        )
     config = Qwen3Config(
-        vocab_size=architecture["vocab_size"], hidden_size=architecture["hidden_size"],
-        intermediate_size=architecture["intermediate_size"], num_hidden_layers=architecture["layers"],
-        num_attention_heads=architecture["attention_heads"], num_key_value_heads=architecture["kv_heads"],
-        head_dim=architecture["head_dim"], max_position_embeddings=architecture["context_length"],
-        tie_word_embeddings=True, torch_dtype="float32",
-        bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=architecture["vocab_size"],
+        hidden_size=architecture["hidden_size"],
+        intermediate_size=architecture["intermediate_size"],
+        num_hidden_layers=architecture["layers"],
+        num_attention_heads=architecture["attention_heads"],
+        num_key_value_heads=architecture["kv_heads"],
+        head_dim=architecture["head_dim"],
+        max_position_embeddings=architecture["context_length"],
+        tie_word_embeddings=True,
+        torch_dtype="float32",
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(SEED)
     model = Qwen3ForCausalLM(config)

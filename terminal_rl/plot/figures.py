@@ -1,5 +1,6 @@
 """A run's training curves as matplotlib figures, from its metrics and trajectories
-(``terminal_rl.analysis``), drawn without pyplot. Each function returns a figure whose lines, bands and bars are labelled
+(``terminal_rl.analysis``), drawn without pyplot. Each function returns a figure whose lines, bands and bars are
+labelled
 with the series they show (what the tests check); absent series are left out, never faked.
 """
 
@@ -49,11 +50,20 @@ def reward(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Figure:
     per_step = train.groupby("step")["reward"].agg(["mean", "std"]).fillna(0.0)
     mean = metrics["critic/score/mean"].dropna() if "critic/score/mean" in metrics else per_step["mean"]
     ax.plot(mean.index, mean.values, marker="o", markersize=3, label="reward (step mean)")
-    ax.plot(mean.index, mean.rolling(ROLLING_STEPS, min_periods=1).mean().values, color="black",
-            label=f"rolling mean ({ROLLING_STEPS} steps)")
+    ax.plot(
+        mean.index,
+        mean.rolling(ROLLING_STEPS, min_periods=1).mean().values,
+        color="black",
+        label=f"rolling mean ({ROLLING_STEPS} steps)",
+    )
     if not per_step.empty:
-        ax.fill_between(per_step.index, per_step["mean"] - per_step["std"], per_step["mean"] + per_step["std"],
-                        alpha=0.2, label="±1σ over trajectories")
+        ax.fill_between(
+            per_step.index,
+            per_step["mean"] - per_step["std"],
+            per_step["mean"] + per_step["std"],
+            alpha=0.2,
+            label="±1σ over trajectories",
+        )
     _steps(ax, "reward")
     ax.legend(fontsize="small")
     return fig
@@ -68,8 +78,13 @@ def reward_components(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Figu
 def tests(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Figure:
     """Test score and pass rate on training rollouts, and the validation scores verl logs."""
     fig, [train_ax, val_ax] = _figure("Tests: training and validation", 2)
-    _lines(train_ax, _present(metrics, ["reward/tests_score", "reward/pass_rate"]).rename(
-        columns={"reward/tests_score": "test score", "reward/pass_rate": "pass rate"}), "train")
+    _lines(
+        train_ax,
+        _present(metrics, ["reward/tests_score", "reward/pass_rate"]).rename(
+            columns={"reward/tests_score": "test score", "reward/pass_rate": "pass rate"}
+        ),
+        "train",
+    )
     _lines(val_ax, validation_scores(metrics), "validation")
     return fig
 
@@ -101,8 +116,19 @@ def lengths(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Figure:
 
 def zero_variance(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Figure:
     fig, [ax] = _figure("Groups without signal")
-    _lines(ax, _present(metrics, ["rollout/zero_variance_tests", "rollout/zero_variance_reward",
-                                  "rollout/masked_fraction", "rollout/filtered"]), "fraction")
+    _lines(
+        ax,
+        _present(
+            metrics,
+            [
+                "rollout/zero_variance_tests",
+                "rollout/zero_variance_reward",
+                "rollout/masked_fraction",
+                "rollout/filtered",
+            ],
+        ),
+        "fraction",
+    )
     ax.set_ylim(-0.05, 1.05)
     return fig
 
@@ -125,8 +151,9 @@ def behaviour(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Figure:
             bottom += modes[name]
         ended.legend(fontsize="small")
     _steps(ended, "fraction of episodes")
-    _lines(habits, _present(metrics, ["behaviour/loop", "behaviour/parse_error_rate", "behaviour/turn_exhaustion"]),
-           "rate")
+    _lines(
+        habits, _present(metrics, ["behaviour/loop", "behaviour/parse_error_rate", "behaviour/turn_exhaustion"]), "rate"
+    )
     return fig
 
 
@@ -136,7 +163,10 @@ def reward_distribution(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Fi
     train = trajectories[(trajectories["split"] == "train") & ~trajectories["masked"]].dropna(subset=["reward"])
     if not train.empty:
         middle = train["step"].min() + (train["step"].max() - train["step"].min()) / 2
-        for label, part in (("first half", train[train["step"] <= middle]), ("second half", train[train["step"] > middle])):
+        for label, part in (
+            ("first half", train[train["step"] <= middle]),
+            ("second half", train[train["step"] > middle]),
+        ):
             if not part.empty:
                 ax.hist(part["reward"], bins=20, range=(0, 1), alpha=0.5, label=f"{label} ({len(part)})")
         ax.legend(fontsize="small")
@@ -144,8 +174,20 @@ def reward_distribution(metrics: pd.DataFrame, trajectories: pd.DataFrame) -> Fi
     return fig
 
 
-FIGURES = {f.__name__: f for f in (reward, reward_components, tests, optimisation, lengths, zero_variance, curriculum,
-                                    behaviour, reward_distribution)}
+FIGURES = {
+    f.__name__: f
+    for f in (
+        reward,
+        reward_components,
+        tests,
+        optimisation,
+        lengths,
+        zero_variance,
+        curriculum,
+        behaviour,
+        reward_distribution,
+    )
+}
 
 
 def compare(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> Figure:

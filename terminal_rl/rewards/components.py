@@ -47,8 +47,9 @@ def _guarded(component: ComponentScore, verification: dict, guard: FixtureGuard)
     forged, zeroed = verdict(verification, guard)
     if not forged:
         return component
-    return ComponentScore(component.name, 0.0 if zeroed else component.score,
-                          {**component.details, "forged": forged, "zeroed": zeroed})
+    return ComponentScore(
+        component.name, 0.0 if zeroed else component.score, {**component.details, "forged": forged, "zeroed": zeroed}
+    )
 
 
 def score_judge(judgement: dict[str, Any] | None) -> ComponentScore:
@@ -79,8 +80,9 @@ def score_efficiency(trajectory: Trajectory, max_turns: int, tests: float) -> Co
     return ComponentScore("efficiency", max(0.0, 1.0 - (used - 1) / max(1, max_turns)), {"turns": used})
 
 
-def all_components(trajectory: Trajectory, judgement: dict[str, Any] | None, max_turns: int,
-                   guard: FixtureGuard = FixtureGuard.OFF) -> dict[str, ComponentScore]:
+def all_components(
+    trajectory: Trajectory, judgement: dict[str, Any] | None, max_turns: int, guard: FixtureGuard = FixtureGuard.OFF
+) -> dict[str, ComponentScore]:
     tests = score_tests(trajectory, guard)
     return {
         "tests": tests,

@@ -41,7 +41,9 @@ class FixtureGuard(StrEnum):
 def rewritten_inputs(verification: dict) -> set[str]:
     """Files the image or the start files provided that the episode rewrote or deleted."""
     diff = verification.get("changes", {})
-    return {p for p, kind in diff.items() if kind in ("modified", "deleted")} | set(verification.get("start_files_changed", []))
+    return {p for p, kind in diff.items() if kind in ("modified", "deleted")} | set(
+        verification.get("start_files_changed", [])
+    )
 
 
 def forged_inputs(verification: dict, reference_changes: Iterable[str] | None) -> list[str]:

@@ -49,8 +49,12 @@ def turn_facts(turns: Sequence[dict]) -> list[TurnFacts]:
     facts = []
     for turn in turns:
         ran = [result for result in turn["results"] if result.get("tool") != "finish"]
-        facts.append(TurnFacts(bool(ran) and all(result.get("ok") for result in ran),
-                               turn["parse_error"] is None and bool(turn["actions"])))
+        facts.append(
+            TurnFacts(
+                bool(ran) and all(result.get("ok") for result in ran),
+                turn["parse_error"] is None and bool(turn["actions"]),
+            )
+        )
     return facts
 
 
@@ -58,12 +62,18 @@ def turn_rewards(reward: float, facts: Sequence[TurnFacts], max_turns: int, cred
     """r(t) for each turn of one trajectory."""
     count = len(facts)
     efficiency = (max_turns - count) / (max_turns - 1) if reward > 0 and max_turns > 1 else 0.0
-    return [credit.w_outcome * reward * credit.gamma ** (count - 1 - t) + credit.w_exec * fact.executed_ok
-            + credit.w_format * fact.parsed + credit.w_efficiency * efficiency for t, fact in enumerate(facts)]
+    return [
+        credit.w_outcome * reward * credit.gamma ** (count - 1 - t)
+        + credit.w_exec * fact.executed_ok
+        + credit.w_format * fact.parsed
+        + credit.w_efficiency * efficiency
+        for t, fact in enumerate(facts)
+    ]
 
 
-def turn_advantages(rewards: Sequence[Sequence[float]], groups: Sequence[Hashable], epsilon: float,
-                    by_std: bool = True) -> list[list[float]]:
+def turn_advantages(
+    rewards: Sequence[Sequence[float]], groups: Sequence[Hashable], epsilon: float, by_std: bool = True
+) -> list[list[float]]:
     """A_turn per sample and turn: each turn position centred on the mean of the group's samples that
     reached it and, with ``by_std``, divided by their std (unbiased, as verl's GRPO: ``torch.std``)."""
     positions: dict[tuple[Hashable, int], list[float]] = defaultdict(list)

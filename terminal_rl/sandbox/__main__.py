@@ -23,13 +23,13 @@ from rich.console import Console
 from terminal_rl.config import compose, project_path
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.base_images import BaseImageError
+from terminal_rl.sandbox.build_report import build_on_this_engine
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.distribution import publish
-from terminal_rl.sandbox.build_report import build_on_this_engine
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.janitor import sweep
-from terminal_rl.sandbox.owner import Owner
 from terminal_rl.sandbox.node_images import provide_node_images
+from terminal_rl.sandbox.owner import Owner
 from terminal_rl.sandbox.toolchain import ToolchainError
 from terminal_rl.tasks.dockerfile import task_set_images
 from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
@@ -38,8 +38,9 @@ console = Console()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m terminal_rl.sandbox", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m terminal_rl.sandbox", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     groups = parser.add_subparsers(dest="group", required=True)
     images = groups.add_parser("images", help="task and base images").add_subparsers(dest="action", required=True)
     images.add_parser("bootstrap", help="provide the task set's base images and the verifier's toolchain")
@@ -57,10 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     run = RunContext.from_config(cfg.run)
     client = docker_client(sandbox.docker_host)
     if args.group == "janitor":
-        report = sweep(client, Owner.current(), sandbox.janitor.ttl_sec,
-                       run_id=run.run_id if args.this_run else None, networks=args.networks)
-        console.print(f"janitor: removed {len(report.removed_containers)} containers, "
-                      f"{len(report.removed_networks)} networks; kept {report.kept} with a live owner")
+        report = sweep(
+            client,
+            Owner.current(),
+            sandbox.janitor.ttl_sec,
+            run_id=run.run_id if args.this_run else None,
+            networks=args.networks,
+        )
+        console.print(
+            f"janitor: removed {len(report.removed_containers)} containers, "
+            f"{len(report.removed_networks)} networks; kept {report.kept} with a live owner"
+        )
         return 0
     if args.group == "images" and args.action == "build":
         return build_images(args, cfg, sandbox, run)
@@ -75,8 +83,10 @@ def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
     except (BaseImageError, ToolchainError) as error:
         console.print(f"[red]error:[/red] {error}")
         return 1
-    console.print(f"base images: {len(references)} named by the task set, {len(provided.provided)} provided now"
-                  + (f" ({', '.join(provided.provided)})" if provided.provided else ""))
+    console.print(
+        f"base images: {len(references)} named by the task set, {len(provided.provided)} provided now"
+        + (f" ({', '.join(provided.provided)})" if provided.provided else "")
+    )
     for fix in provided.unmatched.values():
         console.print(f"[yellow]missing:[/yellow] {fix}")
     console.print(f"verifier toolchain: {provided.toolchain.directory}")
@@ -91,14 +101,16 @@ def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
         status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
         console.print(f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s")
 
-    outcomes = build_on_this_engine(sandbox, run.image_cache_dir / "locks", tasks, report_path, args.jobs, progress,
-                                    args.discard)
+    outcomes = build_on_this_engine(
+        sandbox, run.image_cache_dir / "locks", tasks, report_path, args.jobs, progress, args.discard
+    )
     failed = sum(not o.ok for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} task images built; report: {report_path}")
     if sandbox.build.archive_dir and not args.discard:  # for nodes that load instead of building
         archive = project_path(sandbox.build.archive_dir)
-        saved = publish(docker_client(sandbox.docker_host), {o.task_id: o.image for o in outcomes if o.ok}, archive,
-                        run.run_id)
+        saved = publish(
+            docker_client(sandbox.docker_host), {o.task_id: o.image for o in outcomes if o.ok}, archive, run.run_id
+        )
         console.print(f"archived {len(saved)} new images in {archive}")
     return 0
 

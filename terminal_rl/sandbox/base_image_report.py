@@ -23,10 +23,16 @@ def report_base_images(sandbox: SandboxConfig, references: list[str], report_fil
     except DockerException as error:
         console.print(f"base images: {len(references)} named; not checked, no container engine answers ({error})")
         return
-    console.print(f"base images: {len(references)} named, {len(needs.provide)} missing with a recipe "
-                  f"(`python -m terminal_rl.sandbox images bootstrap` provides them), {len(needs.unmatched)} with none")
+    console.print(
+        f"base images: {len(references)} named, {len(needs.provide)} missing with a recipe "
+        f"(`python -m terminal_rl.sandbox images bootstrap` provides them), {len(needs.unmatched)} with none"
+    )
     for fix in needs.unmatched.values():
         console.print(f"[yellow]missing:[/yellow] {fix}")
     report = json.loads(report_file.read_text(encoding="utf-8"))
-    report["base_images"] = {"named": references, "missing_with_recipe": needs.provide, "missing_no_recipe": needs.unmatched}
+    report["base_images"] = {
+        "named": references,
+        "missing_with_recipe": needs.provide,
+        "missing_no_recipe": needs.unmatched,
+    }
     report_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

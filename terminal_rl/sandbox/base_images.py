@@ -68,9 +68,11 @@ def recipe_for(reference: str, config: BaseImagesConfig) -> str | None:
 
 
 def fix_for(reference: str) -> str:
-    return (f"FROM {reference}: no such image here and no sandbox.base_images.families rule covers it; load it "
-            f"(`docker load -i <archive>.tar`, e.g. one `docker save {reference}` wrote elsewhere) or map it to a "
-            f"recipe: `- {{match: \"{reference.split(':')[0]}:*\", recipe: debian}}` under sandbox.base_images.families")
+    return (
+        f"FROM {reference}: no such image here and no sandbox.base_images.families rule covers it; load it "
+        f"(`docker load -i <archive>.tar`, e.g. one `docker save {reference}` wrote elsewhere) or map it to a "
+        f'recipe: `- {{match: "{reference.split(":")[0]}:*", recipe: debian}}` under sandbox.base_images.families'
+    )
 
 
 def plan(client: docker.DockerClient, config: BaseImagesConfig, references: list[str]) -> BasePlan:
@@ -81,8 +83,9 @@ def plan(client: docker.DockerClient, config: BaseImagesConfig, references: list
             labels = client.images.get(reference).labels or {}
         except ImageNotFound:
             labels = None
-        if labels is not None and (RECIPE_LABEL not in labels or recipe is None
-                                   or labels[RECIPE_LABEL] == recipe_hash(config, recipe)):
+        if labels is not None and (
+            RECIPE_LABEL not in labels or recipe is None or labels[RECIPE_LABEL] == recipe_hash(config, recipe)
+        ):
             continue  # not ours (keep it), or ours and current
         if recipe is None:
             unmatched[reference] = fix_for(reference)
@@ -91,8 +94,9 @@ def plan(client: docker.DockerClient, config: BaseImagesConfig, references: list
     return BasePlan(provide, unmatched)
 
 
-def bootstrap_base_images(client: docker.DockerClient, config: BaseImagesConfig, references: list[str],
-                          scratch: Path) -> tuple[list[str], dict[str, str]]:
+def bootstrap_base_images(
+    client: docker.DockerClient, config: BaseImagesConfig, references: list[str], scratch: Path
+) -> tuple[list[str], dict[str, str]]:
     """Provide every reference of ``references`` that is missing (or ours from an older recipe).
 
     Returns:
@@ -127,8 +131,10 @@ def common_image(client: docker.DockerClient, config: BaseImagesConfig, scratch:
         finally:
             # debootstrap mounts /proc and /sys inside the root filesystem; a failed run can leave them.
             subprocess.run(["umount", "-R", "-l", str(rootfs / "proc"), str(rootfs / "sys")], capture_output=True)
-        _run(["tar", "--numeric-owner", "--one-file-system", "-C", str(rootfs), "-cf", str(tarball), "."],
-             "pack the root filesystem")
+        _run(
+            ["tar", "--numeric-owner", "--one-file-system", "-C", str(rootfs), "-cf", str(tarball), "."],
+            "pack the root filesystem",
+        )
         with tarball.open("rb") as data:
             response = client.api.import_image(src=data, changes=list(_COMMON_CHANGES))
     # The image id is the last status line's; podman ignores an import's tag, so tag afterwards.
@@ -165,8 +171,14 @@ def _recipe_image(client: docker.DockerClient, config: BaseImagesConfig, recipe:
         info.size = len(dockerfile)
         archive.addfile(info, io.BytesIO(dockerfile))
     try:
-        client.images.build(fileobj=io.BytesIO(context.getvalue()), custom_context=True, tag=tag, pull=False,
-                            rm=True, network_mode="none")
+        client.images.build(
+            fileobj=io.BytesIO(context.getvalue()),
+            custom_context=True,
+            tag=tag,
+            pull=False,
+            rm=True,
+            network_mode="none",
+        )
     except BuildError as error:
         raise BaseImageError(f"could not derive the {recipe} base image: {error.msg}") from error
     return tag
@@ -191,8 +203,17 @@ def host_debian_mirror(sources_dir: Path = Path("/etc/apt")) -> str:
 
 def _debootstrap(config: BaseImagesConfig, rootfs: Path) -> None:
     mirror = host_debian_mirror() if config.mirror == "auto" else config.mirror
-    _run(["debootstrap", "--variant=minbase", f"--include={','.join(config.packages)}", config.suite,
-          str(rootfs), mirror], f"debootstrap {config.suite} from {mirror}")
+    _run(
+        [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(config.packages)}",
+            config.suite,
+            str(rootfs),
+            mirror,
+        ],
+        f"debootstrap {config.suite} from {mirror}",
+    )
     # Keep images small: the package cache is rebuilt by any Dockerfile that runs apt-get update.
     for cached in (rootfs / "var/cache/apt/archives").glob("*.deb"):
         cached.unlink()

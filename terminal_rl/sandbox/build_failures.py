@@ -17,17 +17,37 @@ import re
 # words across chunks ("Could not resolv" | "e host").
 _REASONS = (
     ("Dockerfile error", re.compile(r"dockerfileparseerror|unknowninstruction|failedtoparsedockerfile", re.I)),
-    ("missing base image", re.compile(r"pullaccessdenied|manifestunknown|repositorydoesnotexist|"
-                                      r"gethttps://registry|dialtcp:lookupregistry|nosuchimage|notpresentlocally\(buildsneverpull", re.I)),
-    ("base image differs from the real one", re.compile(
-        r"user'ubuntu'doesnotexist|failedtocreatesymboliclink'/usr/bin/python'|externally-managed-environment", re.I)),
-    ("network", re.compile(
-        r"couldnotresolvehost|failedtoconnect|connectionrefused|temporaryfailureresolving|nameorservicenotknown|"
-        r"unabletoaccess'https?://|wget:unable|curl:\(\d+\)|npm:notfound|rbenv:notfound|certificate_verify_failed|"
-        r"sslerror|networkisunreachable|dialtcp:lookup|nosuchhost", re.I)),
-    ("package not found", re.compile(
-        r"unabletolocatepackage|hasnoinstallationcandidate|nomatchingdistributionfound|"
-        r"couldnotfindaversionthatsatisfies|packagenotfound|notfoundinrepository", re.I)),
+    (
+        "missing base image",
+        re.compile(
+            r"pullaccessdenied|manifestunknown|repositorydoesnotexist|"
+            r"gethttps://registry|dialtcp:lookupregistry|nosuchimage|notpresentlocally\(buildsneverpull",
+            re.I,
+        ),
+    ),
+    (
+        "base image differs from the real one",
+        re.compile(
+            r"user'ubuntu'doesnotexist|failedtocreatesymboliclink'/usr/bin/python'|externally-managed-environment", re.I
+        ),
+    ),
+    (
+        "network",
+        re.compile(
+            r"couldnotresolvehost|failedtoconnect|connectionrefused|temporaryfailureresolving|nameorservicenotknown|"
+            r"unabletoaccess'https?://|wget:unable|curl:\(\d+\)|npm:notfound|rbenv:notfound|certificate_verify_failed|"
+            r"sslerror|networkisunreachable|dialtcp:lookup|nosuchhost",
+            re.I,
+        ),
+    ),
+    (
+        "package not found",
+        re.compile(
+            r"unabletolocatepackage|hasnoinstallationcandidate|nomatchingdistributionfound|"
+            r"couldnotfindaversionthatsatisfies|packagenotfound|notfoundinrepository",
+            re.I,
+        ),
+    ),
     ("timeout", re.compile(r"timedout|readtimeout", re.I)),
     # A Dockerfile step's own command failed, for none of the reasons above: it fails again.
     ("build step failed", re.compile(r"returnedanon-zerocode|didnotcompletesuccessfully:exitcode", re.I)),

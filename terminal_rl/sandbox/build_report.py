@@ -15,8 +15,8 @@ import os
 import re
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -27,6 +27,7 @@ from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.tasks.model import Task
+
 
 @dataclass(frozen=True)
 class BuildOutcome:
@@ -40,9 +41,16 @@ class BuildOutcome:
     log_tail: str = ""
 
 
-async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jobs: int = 1,
-                    progress=None, discard: bool = False, known: list[BuildOutcome] = (),
-                    total: int | None = None) -> list[BuildOutcome]:
+async def build_all(
+    images: TaskImages,
+    tasks: list[Task],
+    report_path: Path,
+    jobs: int = 1,
+    progress=None,
+    discard: bool = False,
+    known: list[BuildOutcome] = (),
+    total: int | None = None,
+) -> list[BuildOutcome]:
     """Build ``tasks`` with ``jobs`` builds at once, rewriting the JSON report after each one (with the
     ``known`` outcomes of earlier builds of the same set of ``total`` tasks).
 
@@ -62,39 +70,60 @@ async def build_all(images: TaskImages, tasks: list[Task], report_path: Path, jo
                 if discard:
                     await images.remove(built.image)
             except ImageBuildError as error:
-                outcome = BuildOutcome(task.id, False, False, time.monotonic() - started, reason=error.reason,
-                                       category=classify(error.reason, error.log_tail), log_tail=error.log_tail)
+                outcome = BuildOutcome(
+                    task.id,
+                    False,
+                    False,
+                    time.monotonic() - started,
+                    reason=error.reason,
+                    category=classify(error.reason, error.log_tail),
+                    log_tail=error.log_tail,
+                )
             outcomes.append(outcome)
             write_report(outcomes, total, report_path)
             if progress:
                 progress(outcome)
 
     await asyncio.gather(*(one(task) for task in tasks))
-    return outcomes[len(known):]
+    return outcomes[len(known) :]
 
 
-def build_on_this_engine(sandbox: SandboxConfig, lock_dir: Path, tasks: list[Task], report_path: Path,
-                         jobs: int, progress=None, discard: bool = False) -> list[BuildOutcome]:
+def build_on_this_engine(
+    sandbox: SandboxConfig,
+    lock_dir: Path,
+    tasks: list[Task],
+    report_path: Path,
+    jobs: int,
+    progress=None,
+    discard: bool = False,
+) -> list[BuildOutcome]:
     """``build_all`` through this node's engine (``sandbox.docker_host``), its client closed after."""
     docker = AsyncDocker(docker_client(sandbox.docker_host), max(sandbox.docker_threads, jobs))
     try:
-        return asyncio.run(build_all(TaskImages(docker, sandbox.build, lock_dir), tasks, report_path, jobs, progress,
-                                     discard))
+        return asyncio.run(
+            build_all(TaskImages(docker, sandbox.build, lock_dir), tasks, report_path, jobs, progress, discard)
+        )
     finally:
         docker.close()
 
 
 def failure_line(outcome: BuildOutcome) -> str:
     """One console line for a failed build: the task, the cause and the start of the reason."""
-    return f"task {outcome.task_id}: its image does not build ({outcome.category}: {' '.join(outcome.reason.split())[:160]})"
+    reason = " ".join(outcome.reason.split())[:160]
+    return f"task {outcome.task_id}: its image does not build ({outcome.category}: {reason})"
 
 
 @contextlib.contextmanager
 def build_progress(console: Console | None, total: int) -> Iterator[Callable[[BuildOutcome], None]]:
     """A ``task images`` progress bar on ``console`` (none when None); yields ``build_all``'s
     ``progress`` callback."""
-    columns = (TextColumn("task images"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-               TimeElapsedColumn())
+    columns = (
+        TextColumn("task images"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console or Console(), disable=console is None, transient=False) as progress:
         bar = progress.add_task("", total=total)
 
@@ -108,13 +137,18 @@ def build_progress(console: Console | None, total: int) -> Iterator[Callable[[Bu
 def write_report(outcomes: list[BuildOutcome], total: int, path: Path) -> None:
     failed = [o for o in outcomes if not o.ok]
     summary = {
-        "tasks": total, "attempted": len(outcomes), "built": len(outcomes) - len(failed), "failed": len(failed),
+        "tasks": total,
+        "attempted": len(outcomes),
+        "built": len(outcomes) - len(failed),
+        "failed": len(failed),
         "failed_by_category": dict(Counter(o.category for o in failed).most_common()),
         "outcomes": [asdict(o) for o in sorted(outcomes, key=lambda o: o.task_id)],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     for target, text in ((path, json.dumps(summary, indent=2) + "\n"), (path.with_suffix(".md"), markdown(summary))):
-        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")  # readers (the trainer) see whole files only
+        partial = target.with_name(
+            f".{target.name}.partial-{os.getpid()}"
+        )  # readers (the trainer) see whole files only
         partial.write_text(text, encoding="utf-8")
         partial.replace(target)
 
@@ -143,8 +177,13 @@ def forget_transient_failures(path: Path) -> list[str]:
 
 def markdown(summary: dict) -> str:
     """The report as a readable page: counts, then every failed task with its category and reason."""
-    lines = [f"# Task image builds: {summary['built']} of {summary['attempted']} built "
-             f"({summary['tasks']} tasks in the set)", "", "| category | tasks |", "| --- | --- |"]
+    lines = [
+        f"# Task image builds: {summary['built']} of {summary['attempted']} built "
+        f"({summary['tasks']} tasks in the set)",
+        "",
+        "| category | tasks |",
+        "| --- | --- |",
+    ]
     lines += [f"| {category} | {n} |" for category, n in summary["failed_by_category"].items()]
     lines += ["", "| task | category | reason |", "| --- | --- | --- |"]
     for outcome in summary["outcomes"]:

@@ -34,8 +34,10 @@ class BaseImagesConfig:
         config = to_dataclass({**data, "recipes": recipes}, cls)
         unknown = sorted({rule["recipe"] for rule in config.families} - set(recipes))
         if unknown:
-            raise ValueError(f"sandbox.base_images.families name recipes {unknown} that sandbox.base_images.recipes "
-                             f"does not define (known: {sorted(recipes)})")
+            raise ValueError(
+                f"sandbox.base_images.families name recipes {unknown} that sandbox.base_images.recipes "
+                f"does not define (known: {sorted(recipes)})"
+            )
         return config
 
 
@@ -96,8 +98,13 @@ class SandboxConfig:
 
     @classmethod
     def from_node(cls, node: DictConfig) -> SandboxConfig:
-        groups = {"build": BuildConfig, "container": ContainerConfig, "session": SessionConfig,
-                  "lease": LeaseConfig, "janitor": JanitorConfig}
+        groups = {
+            "build": BuildConfig,
+            "container": ContainerConfig,
+            "session": SessionConfig,
+            "lease": LeaseConfig,
+            "janitor": JanitorConfig,
+        }
         values = {key: to_dataclass(node[key], kind) for key, kind in groups.items()}
         values["base_images"] = BaseImagesConfig.from_node(OmegaConf.to_container(node["base_images"], resolve=True))
         scalars = {key: node[key] for key in node if key not in groups and key != "base_images"}

@@ -54,7 +54,9 @@ def wait_for_manifest(archive_dir: Path, run_id: str, timeout_sec: float) -> dic
     deadline = time.monotonic() + timeout_sec
     while not path.exists():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"no image manifest at {path} after {timeout_sec:.0f}s: did the first node fail to build?")
+            raise TimeoutError(
+                f"no image manifest at {path} after {timeout_sec:.0f}s: did the first node fail to build?"
+            )
         time.sleep(2)
     return json.loads(path.read_text())
 

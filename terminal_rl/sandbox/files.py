@@ -52,8 +52,10 @@ class ContainerFiles:
         if info.kind == "directory":
             raise FileToolError(f"{path} is a directory; list it instead")
         if info.size > self._max_bytes:
-            raise FileToolError(f"{path} is {info.size} bytes, more than the {self._max_bytes}-byte limit; "
-                                "read part of it with bash (head, tail, sed -n 'A,Bp')")
+            raise FileToolError(
+                f"{path} is {info.size} bytes, more than the {self._max_bytes}-byte limit; "
+                "read part of it with bash (head, tail, sed -n 'A,Bp')"
+            )
         try:
             stream, _ = await self._docker.call(self._docker.api.get_archive, self._container_id, path)
         except NotFound:
@@ -117,8 +119,10 @@ class ContainerFiles:
         if count == 0:
             raise FileToolError(f"old text not found in {self.resolve(path)}")
         if count > 1 and not replace_all:
-            raise FileToolError(f"old text occurs {count} times in {self.resolve(path)}; "
-                                "give more context to make it unique, or replace all")
+            raise FileToolError(
+                f"old text occurs {count} times in {self.resolve(path)}; "
+                "give more context to make it unique, or replace all"
+            )
         await self.write_text(path, text.replace(old, new))
         return count
 
@@ -128,14 +132,17 @@ class ContainerFiles:
         if result.exit_code != 0:
             raise FileToolError(f"{path} does not exist")
         kind, size, mode, mtime = result.output.strip().rsplit("|", 3)
-        kinds = {"regular file": "file", "regular empty file": "file", "directory": "directory",
-                 "symbolic link": "symlink"}
+        kinds = {
+            "regular file": "file",
+            "regular empty file": "file",
+            "directory": "directory",
+            "symbolic link": "symlink",
+        }
         return FileStat(path, kinds.get(kind, "other"), int(size), int(mode, 8), float(mtime))
 
     async def list_dir(self, path: str = ".", limit: int = 1000) -> list[FileStat]:
         path = self.resolve(path)
-        command = (f"find {shlex.quote(path)} -mindepth 1 -maxdepth 1 -printf '%y|%s|%m|%T@|%f\\n' "
-                   f"| head -n {limit}")
+        command = f"find {shlex.quote(path)} -mindepth 1 -maxdepth 1 -printf '%y|%s|%m|%T@|%f\\n' | head -n {limit}"
         result = await self._control.run(command, timeout=30, inline=True)
         if result.exit_code != 0 or "No such file" in result.output:
             raise FileToolError(f"cannot list {path}: {result.output.strip()}")
@@ -144,6 +151,9 @@ class ContainerFiles:
         for record in result.output.splitlines():
             if record.count("|") >= 4:
                 kind, size, mode, mtime, name = record.split("|", 4)
-                entries.append(FileStat(posixpath.join(path, name), kinds.get(kind, "other"), int(size),
-                                        int(mode, 8), float(mtime)))
+                entries.append(
+                    FileStat(
+                        posixpath.join(path, name), kinds.get(kind, "other"), int(size), int(mode, 8), float(mtime)
+                    )
+                )
         return sorted(entries, key=lambda e: e.path)

@@ -13,8 +13,9 @@ the lock (delete ``<hash>.failed`` in the image cache to retry). One that may pa
 network, a timeout, the engine) is not kept: the next request builds again.
 
 With ``build.archive_dir`` set, an image archived there (by another node, or a CPU job's ``images
-build``: ``distribution.py``) is loaded instead of built. Builds never pull: a task whose base image is not present locally fails before the engine is asked
-(the engine would try its registry); base images come from ``base_images.py``. Behind a TLS-intercepting proxy, ``build.inject_ca`` copies the host's CA bundle
+build``: ``distribution.py``) is loaded instead of built. Builds never pull: a task whose base image is not
+present locally fails before the engine is asked (the engine would try its registry); base images come from
+``base_images.py``. Behind a TLS-intercepting proxy, ``build.inject_ca`` copies the host's CA bundle
 into every stage and points pip, requests, curl and apt at it; ``auto`` does so exactly when the host
 itself points pip/requests/SSL at a bundle of its own (``CA_VARIABLES``), as such proxies require.
 """
@@ -108,8 +109,9 @@ class BuildInputs:
         return buffer.getvalue()
 
 
-def build_inputs(task: Task, config: BuildConfig, environ: dict[str, str] | None = None,
-                 bases: dict[str, str] | None = None) -> BuildInputs:
+def build_inputs(
+    task: Task, config: BuildConfig, environ: dict[str, str] | None = None, bases: dict[str, str] | None = None
+) -> BuildInputs:
     """The build context and args for ``task`` under ``config`` (pure apart from reading the CA file)."""
     environ = os.environ if environ is None else environ
     dockerfile = task.environment.dockerfile
@@ -162,15 +164,23 @@ class TaskImages:
         started = time.monotonic()
         if task.environment.image is not None:
             if not await self._exists(task.environment.image):
-                raise ImageBuildError(task.id, f"image {task.environment.image} is not present locally "
-                                               "(no registry is used; load or build it first)", "")
+                raise ImageBuildError(
+                    task.id,
+                    f"image {task.environment.image} is not present locally "
+                    "(no registry is used; load or build it first)",
+                    "",
+                )
             return BuiltImage(task.environment.image, True, time.monotonic() - started)
         inputs = build_inputs(task, self._config, bases=await self._bases(task.environment.dockerfile))
         absent = [reference for reference, identity in inputs.bases.items() if identity == ABSENT]
         if absent:  # the engine would try a registry: fail here, before any traffic
-            raise ImageBuildError(task.id, f"base image {', '.join(absent)} is not present locally (builds never "
-                                           "pull; `python -m terminal_rl.sandbox images bootstrap` provides the "
-                                           "ones a recipe covers, `tasks prepare` names the fix for the others)", "")
+            raise ImageBuildError(
+                task.id,
+                f"base image {', '.join(absent)} is not present locally (builds never "
+                "pull; `python -m terminal_rl.sandbox images bootstrap` provides the "
+                "ones a recipe covers, `tasks prepare` names the fix for the others)",
+                "",
+            )
         existing = self._known.get(inputs.build_hash)
         if not (existing and await self._exists(existing)):
             existing = await self._docker.call(self._image_with_hash, inputs.build_hash)
@@ -233,8 +243,9 @@ class TaskImages:
                 self._build(task, inputs, tag)
             except ImageBuildError as error:
                 if not is_transient(classify(error.reason, error.log_tail)):
-                    failure.write_text(json.dumps({"reason": error.reason, "log_tail": error.log_tail}),
-                                       encoding="utf-8")
+                    failure.write_text(
+                        json.dumps({"reason": error.reason, "log_tail": error.log_tail}), encoding="utf-8"
+                    )
                 raise
             return tag, True
 
@@ -253,8 +264,14 @@ class TaskImages:
         streamed: list[str] = []
         try:
             stream = self._docker.api.build(
-                fileobj=io.BytesIO(inputs.tarball()), custom_context=True, tag=tag, rm=True, forcerm=True,
-                pull=False, decode=True, buildargs=inputs.build_args or None,
+                fileobj=io.BytesIO(inputs.tarball()),
+                custom_context=True,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+                buildargs=inputs.build_args or None,
                 labels={TASK_LABEL: task.id, HASH_LABEL: inputs.build_hash},
                 timeout=int(task.limits.build_timeout_sec),
                 container_limits={"cpusetcpus": self._config.cpuset_cpus} if self._config.cpuset_cpus else None,
@@ -276,7 +293,7 @@ class TaskImages:
     def _tail(self, streamed: list[str]) -> str:
         """The last lines of the build log: chunks joined first (Docker splits lines across them)."""
         lines = sanitize("".join(streamed).encode()).splitlines()
-        return "\n".join(lines[-self._config.log_tail_lines:])
+        return "\n".join(lines[-self._config.log_tail_lines :])
 
 
 def _with_build_settings(dockerfile: str, inject_ca: bool, build_args: list[str]) -> str:

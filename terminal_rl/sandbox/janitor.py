@@ -31,14 +31,25 @@ class SweepReport:
     kept: int = 0
 
 
-def sweep(client: docker.DockerClient, here: Owner, ttl_sec: float, *, run_id: str | None = None,
-          slurm_job: str | None = None, networks: bool = False, now: float | None = None) -> SweepReport:
+def sweep(
+    client: docker.DockerClient,
+    here: Owner,
+    ttl_sec: float,
+    *,
+    run_id: str | None = None,
+    slurm_job: str | None = None,
+    networks: bool = False,
+    now: float | None = None,
+) -> SweepReport:
     """One pass. ``run_id`` and ``slurm_job`` limit it to one run's or one Slurm job's containers;
     ``networks`` also removes unused ones."""
     now = time.time() if now is None else now
     report = SweepReport()
-    label_filter = [f"{MANAGED}=1"] + ([f"{RUN_ID}={run_id}"] if run_id else []) + (
-        [f"{SLURM_JOB}={slurm_job}"] if slurm_job else [])
+    label_filter = (
+        [f"{MANAGED}=1"]
+        + ([f"{RUN_ID}={run_id}"] if run_id else [])
+        + ([f"{SLURM_JOB}={slurm_job}"] if slurm_job else [])
+    )
     # ignore_removed: a container removed between listing and inspecting it (by its owner) is skipped.
     for container in client.containers.list(all=True, filters={"label": label_filter}, ignore_removed=True):
         labels = container.labels
@@ -62,8 +73,14 @@ def sweep(client: docker.DockerClient, here: Owner, ttl_sec: float, *, run_id: s
     return report
 
 
-def sweep_until_settled(client: docker.DockerClient, *, run_id: str | None = None, slurm_job: str | None = None,
-                        passes: int = 4, settle_sec: float = 2.0) -> int:
+def sweep_until_settled(
+    client: docker.DockerClient,
+    *,
+    run_id: str | None = None,
+    slurm_job: str | None = None,
+    passes: int = 4,
+    settle_sec: float = 2.0,
+) -> int:
     """Remove every container of a run or job whose processes are gone, owner alive or not. Creations
     those processes requested just before they died can still complete in the daemon: sweep again
     every ``settle_sec`` until a later pass finds nothing (at most ``passes``). Returns how many."""

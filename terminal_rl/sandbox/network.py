@@ -18,8 +18,7 @@ from docker.errors import NotFound
 
 from terminal_rl.sandbox.owner import MANAGED
 
-BLOCKED_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10",
-                  "127.0.0.0/8")
+BLOCKED_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "127.0.0.0/8")
 
 
 def ensure_egress_network(client: docker.DockerClient, name: str, interface: str) -> None:
@@ -28,9 +27,10 @@ def ensure_egress_network(client: docker.DockerClient, name: str, interface: str
         client.networks.get(name)
     except NotFound:
         client.networks.create(
-            name, driver="bridge", labels={MANAGED: "1", "terminal_rl.kind": "egress"},
-            options={"com.docker.network.bridge.name": interface,
-                     "com.docker.network.bridge.enable_icc": "false"},
+            name,
+            driver="bridge",
+            labels={MANAGED: "1", "terminal_rl.kind": "egress"},
+            options={"com.docker.network.bridge.name": interface, "com.docker.network.bridge.enable_icc": "false"},
         )
     install_rules(egress_rules(interface, nameservers()))
 
@@ -38,8 +38,11 @@ def ensure_egress_network(client: docker.DockerClient, name: str, interface: str
 def nameservers(resolv_conf: Path = Path("/etc/resolv.conf")) -> list[str]:
     if not resolv_conf.is_file():
         return []
-    return [line.split()[1] for line in resolv_conf.read_text().splitlines()
-            if line.startswith("nameserver") and len(line.split()) > 1 and ":" not in line.split()[1]]
+    return [
+        line.split()[1]
+        for line in resolv_conf.read_text().splitlines()
+        if line.startswith("nameserver") and len(line.split()) > 1 and ":" not in line.split()[1]
+    ]
 
 
 def egress_rules(interface: str, dns_servers: list[str]) -> list[tuple[str, list[str]]]:
@@ -48,8 +51,9 @@ def egress_rules(interface: str, dns_servers: list[str]) -> list[tuple[str, list
     for chain in ("DOCKER-USER", "INPUT"):
         for server in dns_servers:
             for protocol in ("udp", "tcp"):
-                rules.append((chain, ["-i", interface, "-d", f"{server}/32", "-p", protocol, "--dport", "53",
-                                      "-j", "ACCEPT"]))
+                rules.append(
+                    (chain, ["-i", interface, "-d", f"{server}/32", "-p", protocol, "--dport", "53", "-j", "ACCEPT"])
+                )
     for blocked in BLOCKED_RANGES:
         rules.append(("DOCKER-USER", ["-i", interface, "-d", blocked, "-j", "DROP"]))
     # Anything addressed to the host itself (any of its addresses) arrives on INPUT.

@@ -24,8 +24,9 @@ class NodeImages:
     toolchain: Toolchain
 
 
-def provide_node_images(client: docker.DockerClient, sandbox: SandboxConfig, references: list[str],
-                        run: RunContext) -> NodeImages:
+def provide_node_images(
+    client: docker.DockerClient, sandbox: SandboxConfig, references: list[str], run: RunContext
+) -> NodeImages:
     """Provide what is missing; raises ``BaseImageError`` or ``ToolchainError`` naming the failed step."""
     provided, unmatched = bootstrap_base_images(client, sandbox.base_images, references, run.scratch_dir)
     common = common_image(client, sandbox.base_images, run.scratch_dir)

@@ -38,7 +38,7 @@ class OutputCapture:
 
     def text(self) -> str:
         """Head, an elision marker naming how much was dropped, tail; sanitised."""
-        tail = bytes(self.tail[-self.tail_bytes:]) if self.tail_bytes else b""
+        tail = bytes(self.tail[-self.tail_bytes :]) if self.tail_bytes else b""
         if not self.elided_bytes:
             return sanitize(bytes(self.head) + tail)
         marker = f"\n[... {self.elided_bytes} bytes of output elided ...]\n"

@@ -35,14 +35,21 @@ class Owner:
     @classmethod
     def current(cls) -> Owner:
         pid = os.getpid()
-        return cls(socket.gethostname(), boot_id(), pid, process_start_ticks(pid) or 0,
-                   os.environ.get("SLURM_JOB_ID", ""))
+        return cls(
+            socket.gethostname(), boot_id(), pid, process_start_ticks(pid) or 0, os.environ.get("SLURM_JOB_ID", "")
+        )
 
     def labels(self, run_id: str, rollout_id: str) -> dict[str, str]:
         return {
-            MANAGED: "1", RUN_ID: run_id, ROLLOUT_ID: rollout_id, OWNER_HOST: self.host,
-            OWNER_BOOT_ID: self.boot_id, OWNER_PID: str(self.pid), OWNER_START: str(self.start_ticks),
-            SLURM_JOB: self.slurm_job, CREATED_AT: f"{time.time():.0f}",
+            MANAGED: "1",
+            RUN_ID: run_id,
+            ROLLOUT_ID: rollout_id,
+            OWNER_HOST: self.host,
+            OWNER_BOOT_ID: self.boot_id,
+            OWNER_PID: str(self.pid),
+            OWNER_START: str(self.start_ticks),
+            SLURM_JOB: self.slurm_job,
+            CREATED_AT: f"{time.time():.0f}",
         }
 
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from docker.errors import APIError, NotFound
 from docker.types import Ulimit
 
+from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.base_images import common_tag
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
-from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.files import ContainerFiles
 from terminal_rl.sandbox.images import ImageBuildError, TaskImages
 from terminal_rl.sandbox.janitor import sweep_periodically
@@ -65,8 +65,16 @@ class SandboxSpec:
 class Sandbox:
     """A running container: the agent's shell, the keystroke terminal, file tools, its verifier."""
 
-    def __init__(self, docker: AsyncDocker, container_id: str, attrs: dict, session: ShellSession,
-                 control: ShellSession, config: SandboxConfig, factory: SandboxFactory):
+    def __init__(
+        self,
+        docker: AsyncDocker,
+        container_id: str,
+        attrs: dict,
+        session: ShellSession,
+        control: ShellSession,
+        config: SandboxConfig,
+        factory: SandboxFactory,
+    ):
         self.docker = docker
         self.container_id = container_id
         self.workdir = attrs["Config"].get("WorkingDir") or "/"
@@ -92,8 +100,11 @@ class Sandbox:
         something inside them changed."""
         kinds = {0: "modified", 1: "added", 2: "deleted"}
         listed = await self.docker.call(self.docker.api.diff, self.container_id) or []
-        changed = {entry["Path"]: kinds.get(entry["Kind"], str(entry["Kind"])) for entry in listed
-                   if not entry["Path"].startswith(NOT_THE_AGENTS)}
+        changed = {
+            entry["Path"]: kinds.get(entry["Kind"], str(entry["Kind"]))
+            for entry in listed
+            if not entry["Path"].startswith(NOT_THE_AGENTS)
+        }
         parents = {parent for path in changed for parent in _parents(path)}
         return {path: kind for path, kind in changed.items() if path not in parents}
 
@@ -101,9 +112,17 @@ class Sandbox:
         """Run a verification job in a trusted verifier container beside this sandbox
         (``verifier_container.py``)."""
         factory = self._factory
-        return await self.docker.call(run_verifier_container, self.docker.api, self.image_id,
-                                      factory.toolchain.directory, self.container_id, job, limits, factory.owner.labels(factory.run_id, "verifier"),
-                                      factory.ulimits)
+        return await self.docker.call(
+            run_verifier_container,
+            self.docker.api,
+            self.image_id,
+            factory.toolchain.directory,
+            self.container_id,
+            job,
+            limits,
+            factory.owner.labels(factory.run_id, "verifier"),
+            factory.ulimits,
+        )
 
 
 def _parents(path: str) -> list[str]:
@@ -114,8 +133,10 @@ def _parents(path: str) -> list[str]:
 def sandbox_ulimits(config: SandboxConfig) -> list[Ulimit]:
     """The open-file and process limits every container of ours gets (podman needs them explicit)."""
     container = config.container
-    return [Ulimit(name="nofile", soft=container.nofile, hard=container.nofile),
-            Ulimit(name="nproc", soft=container.nproc, hard=container.nproc)]
+    return [
+        Ulimit(name="nofile", soft=container.nofile, hard=container.nofile),
+        Ulimit(name="nproc", soft=container.nproc, hard=container.nproc),
+    ]
 
 
 class SandboxFactory:
@@ -141,12 +162,18 @@ class SandboxFactory:
         self._janitor: asyncio.Task | None = None
 
     async def __aenter__(self) -> SandboxFactory:
-        self.toolchain = await self.docker.call(ensure_toolchain, self.docker.client, common_tag(self.config.base_images),
-                                                self.run.toolchain_root, self.ulimits)
+        self.toolchain = await self.docker.call(
+            ensure_toolchain,
+            self.docker.client,
+            common_tag(self.config.base_images),
+            self.run.toolchain_root,
+            self.ulimits,
+        )
         self.lease.start()
         janitor = self.config.janitor
         self._janitor = asyncio.create_task(
-            sweep_periodically(self.docker.client, janitor.ttl_sec, janitor.interval_sec))
+            sweep_periodically(self.docker.client, janitor.ttl_sec, janitor.interval_sec)
+        )
         return self
 
     async def __aexit__(self, *exc_info) -> None:
@@ -193,27 +220,47 @@ class SandboxFactory:
     async def _create(self, spec: SandboxSpec) -> str:
         limits, container = spec.limits, self.config.container
         if limits.network and not self._egress_ready:
-            await self.docker.call(ensure_egress_network, self.docker.client, container.egress_network,
-                                   container.egress_interface)
+            await self.docker.call(
+                ensure_egress_network, self.docker.client, container.egress_network, container.egress_interface
+            )
             self._egress_ready = True
         budget = limits.agent_timeout_sec + limits.verifier_timeout_sec + container.grace_sec
         rollout_id = spec.rollout_id or uuid.uuid4().hex[:12]
         host_config = self.docker.api.create_host_config(
-            mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
-            nano_cpus=int(limits.cpus * 1e9), pids_limit=limits.pids,
-            cap_drop=["ALL"], cap_add=list(container.cap_add), security_opt=["no-new-privileges"],
-            network_mode=container.egress_network if limits.network else "none", init=True, auto_remove=True,
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            nano_cpus=int(limits.cpus * 1e9),
+            pids_limit=limits.pids,
+            cap_drop=["ALL"],
+            cap_add=list(container.cap_add),
+            security_opt=["no-new-privileges"],
+            network_mode=container.egress_network if limits.network else "none",
+            init=True,
+            auto_remove=True,
             ulimits=self.ulimits,
-            binds={str(self.toolchain.directory): {"bind": PREFIX, "mode": "ro"},
-                   str(self.lease.folder): {"bind": MOUNT_POINT, "mode": "ro"}},
+            binds={
+                str(self.toolchain.directory): {"bind": PREFIX, "mode": "ro"},
+                str(self.lease.folder): {"bind": MOUNT_POINT, "mode": "ro"},
+            },
         )
-        watch = [PYTHON, "-I", "-S", LEASE_WATCH, self.lease.mounted_path, str(self.config.lease.stale_sec),
-                 str(int(budget))]
+        watch = [
+            PYTHON,
+            "-I",
+            "-S",
+            LEASE_WATCH,
+            self.lease.mounted_path,
+            str(self.config.lease.stale_sec),
+            str(int(budget)),
+        ]
         try:
             created = await self.docker.call(
-                self.docker.api.create_container, spec.image, command=watch,
-                labels=self.owner.labels(self.run_id, rollout_id), host_config=host_config,
-                hostname="sandbox", network_disabled=not limits.network,
+                self.docker.api.create_container,
+                spec.image,
+                command=watch,
+                labels=self.owner.labels(self.run_id, rollout_id),
+                host_config=host_config,
+                hostname="sandbox",
+                network_disabled=not limits.network,
             )
             container_id = created["Id"]
         except APIError as error:
@@ -236,15 +283,24 @@ class SandboxFactory:
             # next command never sees the killed one's processes.
             await opened["control"].run(
                 f"kill -KILL -- -{pgid} 2>/dev/null; for _ in $(seq 100); do kill -0 -- -{pgid} 2>/dev/null "
-                "|| break; sleep 0.05; done; true", timeout=30, inline=True)
+                "|| break; sleep 0.05; done; true",
+                timeout=30,
+                inline=True,
+            )
 
         def open_shell(killer=None):
-            return ShellSession.open(self.docker, container_id, head_bytes=limits.output_head_bytes,
-                                     tail_bytes=limits.output_tail_bytes, killer=killer)
+            return ShellSession.open(
+                self.docker,
+                container_id,
+                head_bytes=limits.output_head_bytes,
+                tail_bytes=limits.output_tail_bytes,
+                killer=killer,
+            )
 
         try:
             attrs, opened["control"], session = await asyncio.gather(
-                self.docker.call(self.docker.api.inspect_container, container_id), open_shell(), open_shell(kill))
+                self.docker.call(self.docker.api.inspect_container, container_id), open_shell(), open_shell(kill)
+            )
         except Exception as error:
             raise SandboxError(f"could not attach to container {container_id[:12]}: {error}") from error
         return Sandbox(self.docker, container_id, attrs, session, opened["control"], self.config, self)

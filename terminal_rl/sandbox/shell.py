@@ -74,8 +74,15 @@ class CommandResult:
 
 
 class ShellSession:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, head_bytes: int,
-                 tail_bytes: int, killer: Callable[[int], Awaitable[None]] | None):
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        head_bytes: int,
+        tail_bytes: int,
+        killer: Callable[[int], Awaitable[None]] | None,
+    ):
         self._reader = reader
         self._writer = writer
         self._head_bytes = head_bytes
@@ -90,11 +97,25 @@ class ShellSession:
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, docker: AsyncDocker, container_id: str, *, head_bytes: int, tail_bytes: int,
-                   killer: Callable[[int], Awaitable[None]] | None = None) -> ShellSession:
+    async def open(
+        cls,
+        docker: AsyncDocker,
+        container_id: str,
+        *,
+        head_bytes: int,
+        tail_bytes: int,
+        killer: Callable[[int], Awaitable[None]] | None = None,
+    ) -> ShellSession:
         """Start ``bash`` in the container and attach to its stdin/stdout/stderr."""
-        exec_id = await docker.call(docker.api.exec_create, container_id, ["bash", "--noprofile", "--norc"],
-                                    stdin=True, stdout=True, stderr=True, tty=False)
+        exec_id = await docker.call(
+            docker.api.exec_create,
+            container_id,
+            ["bash", "--noprofile", "--norc"],
+            stdin=True,
+            stdout=True,
+            stderr=True,
+            tty=False,
+        )
         sock = await docker.call(docker.api.exec_start, exec_id, socket=True)
         raw = getattr(sock, "_sock", sock)
         reader, writer = await asyncio.open_connection(sock=raw)
@@ -114,8 +135,10 @@ class ShellSession:
             seq = self._seq
             function, load = ("__trl_inline", "") if inline else ("__trl_run", _LOAD_ENV + "; ")
             started = time.monotonic()
-            self._writer.write(f"{function} {seq} <<'{self._eof}'\n{command}\n{self._eof}\n"
-                               f"{load}printf '%sR%s %s\\n' \"$__trl_mark\" {seq} \"$__trl_rc\"\n".encode())
+            self._writer.write(
+                f"{function} {seq} <<'{self._eof}'\n{command}\n{self._eof}\n"
+                f'{load}printf \'%sR%s %s\\n\' "$__trl_mark" {seq} "$__trl_rc"\n'.encode()
+            )
             capture = OutputCapture(self._head_bytes, self._tail_bytes)
             state: dict[str, int] = {}
             timed_out = False
@@ -131,8 +154,13 @@ class ShellSession:
             output = capture.text()
             if timed_out:
                 output += f"\n[command timed out after {timeout:g}s and was killed]"
-            return CommandResult(output=output, exit_code=state.get("R"), duration_sec=time.monotonic() - started,
-                                 timed_out=timed_out, output_bytes=capture.total_bytes)
+            return CommandResult(
+                output=output,
+                exit_code=state.get("R"),
+                duration_sec=time.monotonic() - started,
+                timed_out=timed_out,
+                output_bytes=capture.total_bytes,
+            )
 
     async def close(self) -> None:
         self._writer.close()

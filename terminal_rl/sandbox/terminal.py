@@ -16,8 +16,10 @@ from terminal_rl.sandbox.shell import ShellSession
 
 SESSION = "agent"
 # tmux key names sent as keys rather than text.
-_KEY_NAME = re.compile(r"^(?:[CM]-.|C-M-.|Enter|Escape|Tab|BSpace|Space|Up|Down|Left|Right|Home|End|"
-                       r"PageUp|PageDown|PPage|NPage|DC|IC|F\d{1,2})$")
+_KEY_NAME = re.compile(
+    r"^(?:[CM]-.|C-M-.|Enter|Escape|Tab|BSpace|Space|Up|Down|Left|Right|Home|End|"
+    r"PageUp|PageDown|PPage|NPage|DC|IC|F\d{1,2})$"
+)
 
 
 def is_key_name(keys: str) -> bool:
@@ -35,7 +37,8 @@ class Terminal:
         if self._started:
             return
         result = await self._control.run(
-            f"tmux new-session -d -s {SESSION} -x {self._width} -y {self._height}", timeout=30, inline=True)
+            f"tmux new-session -d -s {SESSION} -x {self._width} -y {self._height}", timeout=30, inline=True
+        )
         if result.exit_code != 0:
             raise RuntimeError(f"could not start tmux in the sandbox: {result.output.strip()}")
         self._started = True

@@ -24,11 +24,24 @@ from docker.errors import ImageNotFound
 from terminal_rl.sandbox import toolchain_build
 
 PREFIX = toolchain_build.PREFIX
-PACKAGES = ("python3-pytest", "python3-requests", "bash", "coreutils", "grep", "sed", "mawk", "findutils",
-            "procps", "curl")
+PACKAGES = (
+    "python3-pytest",
+    "python3-requests",
+    "bash",
+    "coreutils",
+    "grep",
+    "sed",
+    "mawk",
+    "findutils",
+    "procps",
+    "curl",
+)
 # Our files in the toolchain: package module -> path under PREFIX.
-OUR_FILES = {"verifier_runner.py": "lib/verifier_runner.py", "lease_watch.py": "lib/lease_watch.py",
-             "toolchain_site.py": "lib/site/sitecustomize.py"}
+OUR_FILES = {
+    "verifier_runner.py": "lib/verifier_runner.py",
+    "lease_watch.py": "lib/lease_watch.py",
+    "toolchain_site.py": "lib/site/sitecustomize.py",
+}
 # Empty directories the verifier runner mounts on (verifier_runner.py).
 MOUNTPOINTS = ("work", "image", "shims")
 PYTHON = f"{PREFIX}/usr/bin/python3.11"
@@ -60,8 +73,10 @@ def ensure_toolchain(client: docker.DockerClient, base_image: str, root: Path, u
     try:
         digest = recipe_hash(client.images.get(base_image).id)
     except ImageNotFound as error:
-        raise ToolchainError(f"the toolchain builds from {base_image}, which is not here: run "
-                             "`python -m terminal_rl.sandbox images bootstrap` first") from error
+        raise ToolchainError(
+            f"the toolchain builds from {base_image}, which is not here: run "
+            "`python -m terminal_rl.sandbox images bootstrap` first"
+        ) from error
     directory = root / digest
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{digest}.lock", "w") as lock:
@@ -75,17 +90,29 @@ def _build(client: docker.DockerClient, base_image: str, directory: Path, ulimit
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     here = Path(__file__).parent
-    command = ["sh", "-c", "apt-get update -qq && apt-get install -y -qq --no-install-recommends patchelf "
-               f"{' '.join(PACKAGES)} >/dev/null && python3 /build.py /out {' '.join(PACKAGES)}"]
-    container = client.containers.create(base_image, command, ulimits=ulimits, volumes={
-        str(here / "toolchain_build.py"): {"bind": "/build.py", "mode": "ro"}, str(directory): {"bind": "/out", "mode": "rw"}})
+    command = [
+        "sh",
+        "-c",
+        "apt-get update -qq && apt-get install -y -qq --no-install-recommends patchelf "
+        f"{' '.join(PACKAGES)} >/dev/null && python3 /build.py /out {' '.join(PACKAGES)}",
+    ]
+    container = client.containers.create(
+        base_image,
+        command,
+        ulimits=ulimits,
+        volumes={
+            str(here / "toolchain_build.py"): {"bind": "/build.py", "mode": "ro"},
+            str(directory): {"bind": "/out", "mode": "rw"},
+        },
+    )
     try:
         container.start()
         status = container.wait(timeout=1800)
         if status["StatusCode"] != 0:
             tail = container.logs(tail=30).decode("utf-8", "replace")
-            raise ToolchainError(f"building the verifier toolchain from {base_image} failed "
-                                 f"(exit {status['StatusCode']}):\n{tail}")
+            raise ToolchainError(
+                f"building the verifier toolchain from {base_image} failed (exit {status['StatusCode']}):\n{tail}"
+            )
     finally:
         container.remove(force=True)
     for module, target in OUR_FILES.items():
@@ -95,4 +122,3 @@ def _build(client: docker.DockerClient, base_image: str, directory: Path, ulimit
     for name in MOUNTPOINTS:
         (directory / name).mkdir()
     (directory / _READY).write_text(base_image)
-

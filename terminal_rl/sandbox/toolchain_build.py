@@ -36,8 +36,9 @@ def dependency_closure(packages: list[str]) -> list[str]:
         name = queue.pop().split(":")[0]
         if name in seen:
             continue
-        query = subprocess.run(["dpkg-query", "-W", "-f=${Status}|${Depends}, ${Pre-Depends}", name],
-                               capture_output=True, text=True)
+        query = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Status}|${Depends}, ${Pre-Depends}", name], capture_output=True, text=True
+        )
         if query.returncode != 0 or "installed" not in query.stdout.split("|")[0]:
             continue
         seen.add(name)
@@ -51,8 +52,11 @@ def dependency_closure(packages: list[str]) -> list[str]:
 
 def package_files(packages: list[str]) -> list[Path]:
     """The regular files the packages install (their real paths), documentation aside."""
-    listed = [path for name in packages  # a virtual package name lists nothing
-              for path in subprocess.run(["dpkg", "-L", name], capture_output=True, text=True).stdout.split()]
+    listed = [
+        path
+        for name in packages  # a virtual package name lists nothing
+        for path in subprocess.run(["dpkg", "-L", name], capture_output=True, text=True).stdout.split()
+    ]
     files = {Path(os.path.realpath(p)) for p in listed if not p.startswith(_SKIPPED)}
     return sorted(p for p in files if p.is_file())
 
@@ -77,8 +81,12 @@ def build(out: Path, packages: list[str]) -> None:
     files = package_files(dependency_closure(packages))
     elves = {f for f in files if is_elf(f)}
     # Libraries loaded by name at run time rather than linked: name service and unwinding.
-    libraries = {path for name in ("libnss_files.so.2", "libnss_dns.so.2", "libgcc_s.so.1")
-                 for path in (Path(d) / name for d in LIBRARY_DIRS) if path.exists()}
+    libraries = {
+        path
+        for name in ("libnss_files.so.2", "libnss_dns.so.2", "libgcc_s.so.1")
+        for path in (Path(d) / name for d in LIBRARY_DIRS)
+        if path.exists()
+    }
     for elf in sorted(elves):
         libraries |= needed_libraries(elf)
     # Libraries under the name the loader looks for (a soname link's name holds the file itself); the

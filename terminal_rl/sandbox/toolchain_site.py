@@ -34,8 +34,13 @@ class _TrustedFirst:
 
 def _agent_site_dirs() -> list:
     version = "python%d.%d" % sys.version_info[:2]
-    candidates = [f"/usr/local/lib/{version}/site-packages", f"/usr/local/lib/{version}/dist-packages",
-                  f"/usr/lib/{version}/site-packages", "/usr/lib/python3/dist-packages", f"/root/.local/lib/{version}/site-packages"]
+    candidates = [
+        f"/usr/local/lib/{version}/site-packages",
+        f"/usr/local/lib/{version}/dist-packages",
+        f"/usr/lib/{version}/site-packages",
+        "/usr/lib/python3/dist-packages",
+        f"/root/.local/lib/{version}/site-packages",
+    ]
     return [d for d in candidates if os.path.isdir(d)]
 
 
@@ -69,8 +74,16 @@ try:
 except OSError:
     pass
 _junit = os.environ.get("TERMINAL_RL_JUNIT_DIR")
-_NOT_INPUTS = ("/terminal_rl/", "/proc/", "/sys/", "/dev/", "/tests/", "/logs/verifier/", "/usr/lib/python",
-               "/usr/local/lib/python")
+_NOT_INPUTS = (
+    "/terminal_rl/",
+    "/proc/",
+    "/sys/",
+    "/dev/",
+    "/tests/",
+    "/logs/verifier/",
+    "/usr/lib/python",
+    "/usr/local/lib/python",
+)
 _READS_KEPT = 5000
 
 

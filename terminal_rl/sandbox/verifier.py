@@ -130,8 +130,11 @@ class VerificationResult:
 def verification_job(task: Task, image_env: list[str], workdir: str, capabilities: list[str]) -> dict:
     """What the verifier runner does for ``task`` (pure): the files for ``/tests``, the command, its
     environment and limits, and a fresh nonce that tags the result."""
-    files = dict(task.tests) if task.verifier is VerifierKind.HARBOR else {
-        name: source for name, source in task.tests.items() if name.endswith(".py")}
+    files = (
+        dict(task.tests)
+        if task.verifier is VerifierKind.HARBOR
+        else {name: source for name, source in task.tests.items() if name.endswith(".py")}
+    )
     if not any(name in files for name in _INI_FILES):
         files["pytest.ini"] = "[pytest]\naddopts =\njunit_family = xunit1\n"
     # Command names: the runner finds them on its PATH (the pristine image's programs, else the toolchain's).
@@ -142,19 +145,35 @@ def verification_job(task: Task, image_env: list[str], workdir: str, capabilitie
     image = dict(entry.split("=", 1) for entry in image_env if "=" in entry)
     path = image.get("PATH", DEFAULT_PATH).split(":")
     environment = {name: value for name, value in image.items() if not name.startswith(_UNSAFE_ENV)} | {
-        "HOME": "/root", "USER": "root", "LOGNAME": "root", "LANG": "C.UTF-8",
-        "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TERMINAL_RL_JUNIT_DIR": JUNIT_DIR,
+        "HOME": "/root",
+        "USER": "root",
+        "LOGNAME": "root",
+        "LANG": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "TERMINAL_RL_JUNIT_DIR": JUNIT_DIR,
         "PYTEST_ADDOPTS": f"--rootdir=/tests --confcutdir=/tests -p no:cacheprovider -o junit_family=xunit1 "
-                          f"--junitxml={JUNIT_DIR}/run.xml"}
-    return {"files": files, "command": command, "environment": environment, "workdir": workdir,
-            "search_path": {"image": _paths(path), "toolchain": list(BIN_DIRS),
-                            # The image's own settings: its library directories are taken from the
-                            # pristine image, its Python path (e.g. /app/src) is the agent's files.
-                            "libraries": _paths(image.get("LD_LIBRARY_PATH", "").split(":")),
-                            "python": _paths(image.get("PYTHONPATH", "").split(":"))},
-            "timeout_sec": float(task.limits.verifier_timeout_sec), "uid": VERIFIER_UID,
-            "capabilities": sorted({*capabilities, GUARD_CAPABILITY}), "nonce": secrets.token_hex(16)}
+        f"--junitxml={JUNIT_DIR}/run.xml",
+    }
+    return {
+        "files": files,
+        "command": command,
+        "environment": environment,
+        "workdir": workdir,
+        "search_path": {
+            "image": _paths(path),
+            "toolchain": list(BIN_DIRS),
+            # The image's own settings: its library directories are taken from the
+            # pristine image, its Python path (e.g. /app/src) is the agent's files.
+            "libraries": _paths(image.get("LD_LIBRARY_PATH", "").split(":")),
+            "python": _paths(image.get("PYTHONPATH", "").split(":")),
+        },
+        "timeout_sec": float(task.limits.verifier_timeout_sec),
+        "uid": VERIFIER_UID,
+        "capabilities": sorted({*capabilities, GUARD_CAPABILITY}),
+        "nonce": secrets.token_hex(16),
+    }
 
 
 def _paths(entries: list[str]) -> list[str]:
@@ -167,8 +186,9 @@ def score(task: Task, job: dict, raw: dict | None, problem: str, duration_sec: f
     weights = effective_weights(task) if task.verifier is not VerifierKind.HARBOR or task.test_weights else {}
     if raw is None:
         infrastructure = problem.startswith("infrastructure:")
-        return VerificationResult(0.0, {}, weights, duration_sec, problem.removeprefix("infrastructure: "),
-                                  infrastructure)
+        return VerificationResult(
+            0.0, {}, weights, duration_sec, problem.removeprefix("infrastructure: "), infrastructure
+        )
     if "error" in raw:
         return VerificationResult(0.0, {}, weights, duration_sec, f"the verifier could not run: {raw['error']}", True)
     log, exit_code = sanitize(raw["output"].encode()), raw["exit_code"]
@@ -176,7 +196,11 @@ def score(task: Task, job: dict, raw: dict | None, problem: str, duration_sec: f
         return VerificationResult(0.0, {}, weights, duration_sec, "verifier timeout", False, exit_code, log)
     # Weighted tasks: only the report of the pytest the verifier started (a file another process of
     # the tests wrote in the report folder is not it); Harbor: every pytest its test.sh ran.
-    only = None if task.verifier is VerifierKind.HARBOR else f"{JUNIT_DIR.removeprefix('/logs/verifier/')}/{raw['pid']}.xml"
+    only = (
+        None
+        if task.verifier is VerifierKind.HARBOR
+        else f"{JUNIT_DIR.removeprefix('/logs/verifier/')}/{raw['pid']}.xml"
+    )
     outcomes = merged_outcomes(raw["files"], only)
     reward = task_reward(raw["files"])
     scored = {name: outcomes.get(name, "missing") for name in weights} | outcomes
@@ -184,20 +208,34 @@ def score(task: Task, job: dict, raw: dict | None, problem: str, duration_sec: f
         # Partial credit from the per-test outcomes (the task's weights, else equal), else its reward.
         per_test = weights or {name: 1 / len(outcomes) for name in outcomes}
         if outcomes:
-            return VerificationResult(weighted_score(outcomes, per_test), scored, per_test, duration_sec, "", False,
-                                      exit_code, log, reward)
+            return VerificationResult(
+                weighted_score(outcomes, per_test), scored, per_test, duration_sec, "", False, exit_code, log, reward
+            )
         if reward is None:
-            return VerificationResult(0.0, scored, weights, duration_sec, f"test.sh wrote no reward (exit {exit_code})",
-                                      False, exit_code, log)
+            return VerificationResult(
+                0.0, scored, weights, duration_sec, f"test.sh wrote no reward (exit {exit_code})", False, exit_code, log
+            )
         return VerificationResult(reward, scored, weights, duration_sec, "", False, exit_code, log, reward)
     if not outcomes:
         missing_pytest = "No module named pytest" in log
         reason = "pytest is not installed" if missing_pytest else f"no pytest report (exit {exit_code})"
         return VerificationResult(0.0, {}, weights, duration_sec, reason, missing_pytest, exit_code, log)
-    reason = {2: "collection error (pytest exit 2)", 3: "collection error (pytest exit 3)",
-              4: "collection error (pytest exit 4)", 5: "no tests collected"}.get(exit_code, "")
-    return VerificationResult(0.0 if reason else weighted_score(outcomes, weights), scored, weights, duration_sec,
-                              reason, False, exit_code, log)
+    reason = {
+        2: "collection error (pytest exit 2)",
+        3: "collection error (pytest exit 3)",
+        4: "collection error (pytest exit 4)",
+        5: "no tests collected",
+    }.get(exit_code, "")
+    return VerificationResult(
+        0.0 if reason else weighted_score(outcomes, weights),
+        scored,
+        weights,
+        duration_sec,
+        reason,
+        False,
+        exit_code,
+        log,
+    )
 
 
 def changed_files(verification: dict) -> set[str]:
@@ -238,15 +276,20 @@ def task_reward(files: dict[str, str]) -> float | None:
 def tests_read(files: dict[str, str]) -> list[str]:
     """The files the tests' Python processes opened for reading (their ``reads-<pid>.txt`` lists)."""
     prefix = f"{JUNIT_DIR.removeprefix('/logs/verifier/')}/reads-"
-    return sorted({line for name, text in files.items() if name.startswith(prefix) for line in text.splitlines() if line})
+    return sorted(
+        {line for name, text in files.items() if name.startswith(prefix) for line in text.splitlines() if line}
+    )
 
 
 async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
     """Run the task's tests in ``sandbox`` through the trusted verifier and score them, with the
     container's changes as the tests found it."""
     started = time.monotonic()
-    changed_start_files = [sandbox.files.resolve(path) for path, data in sorted(task.files.items())
-                           if await sandbox.files.read_bytes_or_none(path) != data]
+    changed_start_files = [
+        sandbox.files.resolve(path)
+        for path, data in sorted(task.files.items())
+        if await sandbox.files.read_bytes_or_none(path) != data
+    ]
     # Start files are written after the container starts, so the diff lists them all as added: only
     # the ones the episode changed are its changes.
     untouched = {sandbox.files.resolve(path) for path in task.files} - set(changed_start_files)
@@ -254,5 +297,9 @@ async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
     job = verification_job(task, sandbox.image_env, sandbox.workdir, sandbox.capabilities)
     raw, problem = await sandbox.run_verifier(job, task.limits)
     result = score(task, job, raw, problem, time.monotonic() - started)
-    return replace(result, changes=changes, start_files_changed=changed_start_files,
-                   reads=tests_read(raw["files"]) if raw and "files" in raw else [])
+    return replace(
+        result,
+        changes=changes,
+        start_files_changed=changed_start_files,
+        reads=tests_read(raw["files"]) if raw and "files" in raw else [],
+    )

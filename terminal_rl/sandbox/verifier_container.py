@@ -24,7 +24,7 @@ from docker.errors import APIError, NotFound
 from docker.types import Ulimit
 from docker.utils.socket import STDOUT, frames_iter
 
-from terminal_rl.sandbox.toolchain import PYTHON, PREFIX
+from terminal_rl.sandbox.toolchain import PREFIX, PYTHON
 from terminal_rl.tasks.model import Limits
 
 RUNNER = f"{PREFIX}/lib/verifier_runner.py"
@@ -35,20 +35,44 @@ CLEARED = {"LD_PRELOAD": "", "LD_LIBRARY_PATH": "", "LD_AUDIT": ""}
 SLACK_SEC = 60.0
 
 
-def run_verifier_container(api, image: str, toolchain: Path, sandbox_id: str, job: dict, limits: Limits,
-                           labels: dict[str, str], ulimits: list[Ulimit]) -> tuple[dict | None, str]:
+def run_verifier_container(
+    api,
+    image: str,
+    toolchain: Path,
+    sandbox_id: str,
+    job: dict,
+    limits: Limits,
+    labels: dict[str, str],
+    ulimits: list[Ulimit],
+) -> tuple[dict | None, str]:
     """(the runner's result, "") or (None, why there is none: "infrastructure: ..." when it is not
     the agent's doing)."""
     host_config = api.create_host_config(
-        pid_mode=f"container:{sandbox_id}", network_mode=f"container:{sandbox_id}", cap_drop=["ALL"],
-        cap_add=sorted(set(RUNNER_CAPABILITIES) | set(job["capabilities"])), security_opt=["apparmor=unconfined"],
-        binds={str(toolchain): {"bind": PREFIX, "mode": "ro"}}, read_only=True,
-        mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
-        nano_cpus=int(limits.cpus * 1e9), pids_limit=limits.pids, ulimits=ulimits)
+        pid_mode=f"container:{sandbox_id}",
+        network_mode=f"container:{sandbox_id}",
+        cap_drop=["ALL"],
+        cap_add=sorted(set(RUNNER_CAPABILITIES) | set(job["capabilities"])),
+        security_opt=["apparmor=unconfined"],
+        binds={str(toolchain): {"bind": PREFIX, "mode": "ro"}},
+        read_only=True,
+        mem_limit=f"{limits.memory_mb}m",
+        memswap_limit=f"{limits.memory_mb}m",
+        nano_cpus=int(limits.cpus * 1e9),
+        pids_limit=limits.pids,
+        ulimits=ulimits,
+    )
     try:
-        container = api.create_container(image, entrypoint=[PYTHON, "-I", "-S", RUNNER], user="0:0", working_dir="/",
-                                         environment=CLEARED, healthcheck={"test": ["NONE"]}, stdin_open=True, labels=labels,
-                                         host_config=host_config)["Id"]
+        container = api.create_container(
+            image,
+            entrypoint=[PYTHON, "-I", "-S", RUNNER],
+            user="0:0",
+            working_dir="/",
+            environment=CLEARED,
+            healthcheck={"test": ["NONE"]},
+            stdin_open=True,
+            labels=labels,
+            host_config=host_config,
+        )["Id"]
     except APIError as error:
         return None, f"infrastructure: could not create the verifier container: {error.explanation}"
     try:
@@ -94,7 +118,7 @@ def _converse(stream, raw: socket.socket, job: dict) -> tuple[dict | None, str]:
     expected = f"RESULT {job['nonce']} "
     for line in lines:
         if line.startswith(expected):
-            return json.loads(line[len(expected):]), ""
+            return json.loads(line[len(expected) :]), ""
         if time.monotonic() > deadline:
             break
     return None, "the verifier ended without a result (stopped or killed)"

@@ -43,9 +43,24 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 
 SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429
 OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC, MOVE_MOUNT_F_EMPTY_PATH, AT_FDCWD = 1, 0o2000000, 4, -100
 PR_SET_DUMPABLE, PR_SET_KEEPCAPS, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 4, 8, 38, 47, 2
-CAPABILITIES = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "FSETID": 4, "KILL": 5,
-                "SETGID": 6, "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_RAW": 13, "SYS_CHROOT": 18,
-                "MKNOD": 27, "AUDIT_WRITE": 29, "SETFCAP": 31, "WAKE_ALARM": 35}
+CAPABILITIES = {
+    "CHOWN": 0,
+    "DAC_OVERRIDE": 1,
+    "DAC_READ_SEARCH": 2,
+    "FOWNER": 3,
+    "FSETID": 4,
+    "KILL": 5,
+    "SETGID": 6,
+    "SETUID": 7,
+    "SETPCAP": 8,
+    "NET_BIND_SERVICE": 10,
+    "NET_RAW": 13,
+    "SYS_CHROOT": 18,
+    "MKNOD": 27,
+    "AUDIT_WRITE": 29,
+    "SETFCAP": 31,
+    "WAKE_ALARM": 35,
+}
 TOOLCHAIN = "/terminal_rl"
 # Empty directories of the toolchain (toolchain.MOUNTPOINTS) our mounts go on.
 WORK, IMAGE, SHIMS = f"{TOOLCHAIN}/work", f"{TOOLCHAIN}/image", f"{TOOLCHAIN}/shims"
@@ -59,18 +74,29 @@ PINNED = {"/bin/sh": "bash", "/bin/bash": "bash", "/etc/nsswitch.conf": None, "/
 IMAGE_LIB, IMAGE_USR = "/.il", "/.iu"
 # What the loader would read of the agent's files, and same-length replacements: its configuration
 # files (paths that do not exist) and its default library directories (glibc's, musl's).
-LOADER_PATCHES = ((rb"/etc/ld\.so\.preload", b"/terminal_rl/nopre"), (rb"/etc/ld\.so\.cache", b"/terminal_rl/noc"),
-                  (rb"/etc/ld-musl-", b"/terminal_rl/"),
-                  (rb"/lib/([\w-]+)/\0/usr/lib/\1/\0/lib/\0/usr/lib/\0", rb"/.il/\1/\0/.iu/lib/\1/\0/.il/\0/.iu/lib/\0"),
-                  (rb"/lib:/usr/local/lib:/usr/lib", b"/.il:/.iu/local/lib:/.iu/lib"))
+LOADER_PATCHES = (
+    (rb"/etc/ld\.so\.preload", b"/terminal_rl/nopre"),
+    (rb"/etc/ld\.so\.cache", b"/terminal_rl/noc"),
+    (rb"/etc/ld-musl-", b"/terminal_rl/"),
+    (rb"/lib/([\w-]+)/\0/usr/lib/\1/\0/lib/\0/usr/lib/\0", rb"/.il/\1/\0/.iu/lib/\1/\0/.il/\0/.iu/lib/\0"),
+    (rb"/lib:/usr/local/lib:/usr/lib", b"/.il:/.iu/local/lib:/.iu/lib"),
+)
 # Files the image's libraries and tools read configuration or trust from (OpenSSL, CA bundles,
 # iconv's modules): environment variable -> where images keep them (the image's own setting first).
-PRISTINE_FILES = {"OPENSSL_CONF": ("/usr/lib/ssl/openssl.cnf", "/etc/ssl/openssl.cnf", "/etc/pki/tls/openssl.cnf"),
-                  "SSL_CERT_FILE": ("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/cert.pem",
-                                    "/etc/pki/tls/certs/ca-bundle.crt"),
-                  "SSL_CERT_DIR": ("/etc/ssl/certs",), "REQUESTS_CA_BUNDLE": (), "CURL_CA_BUNDLE": (), "PIP_CERT": (),
-                  "GCONV_PATH": ("/usr/lib/x86_64-linux-gnu/gconv", "/usr/lib/aarch64-linux-gnu/gconv", "/usr/lib/gconv",
-                                 "/usr/lib64/gconv")}
+PRISTINE_FILES = {
+    "OPENSSL_CONF": ("/usr/lib/ssl/openssl.cnf", "/etc/ssl/openssl.cnf", "/etc/pki/tls/openssl.cnf"),
+    "SSL_CERT_FILE": ("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/cert.pem", "/etc/pki/tls/certs/ca-bundle.crt"),
+    "SSL_CERT_DIR": ("/etc/ssl/certs",),
+    "REQUESTS_CA_BUNDLE": (),
+    "CURL_CA_BUNDLE": (),
+    "PIP_CERT": (),
+    "GCONV_PATH": (
+        "/usr/lib/x86_64-linux-gnu/gconv",
+        "/usr/lib/aarch64-linux-gnu/gconv",
+        "/usr/lib/gconv",
+        "/usr/lib64/gconv",
+    ),
+}
 # An empty directory of the toolchain: the tests' CURL_HOME (no .curlrc of the agent's).
 EMPTY_DIR = f"{TOOLCHAIN}/work"
 PT_INTERP = 3
@@ -211,12 +237,19 @@ def pristine_image(handle: int) -> str:
     mount("tmpfs", WORK, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     for name in ("lower", "upper", "scratch", "image", "root"):
         os.mkdir(f"{WORK}/{name}", 0o755)
-    check(libc.syscall(SYS_MOVE_MOUNT, handle, b"", AT_FDCWD, f"{WORK}/lower".encode(), MOVE_MOUNT_F_EMPTY_PATH),
-          "move the image's root")
+    check(
+        libc.syscall(SYS_MOVE_MOUNT, handle, b"", AT_FDCWD, f"{WORK}/lower".encode(), MOVE_MOUNT_F_EMPTY_PATH),
+        "move the image's root",
+    )
     read_only(f"{WORK}/lower")
     os.chmod(f"{WORK}/upper", 0o777)
-    mount("overlay", f"{WORK}/image", "overlay", MS_NOSUID | MS_NODEV,
-          f"lowerdir={WORK}/lower,upperdir={WORK}/upper,workdir={WORK}/scratch")
+    mount(
+        "overlay",
+        f"{WORK}/image",
+        "overlay",
+        MS_NOSUID | MS_NODEV,
+        f"lowerdir={WORK}/lower,upperdir={WORK}/upper,workdir={WORK}/scratch",
+    )
     return f"{WORK}/image"
 
 
@@ -365,8 +398,11 @@ def configured_libraries(root: str) -> list[str]:
                 pattern = os.path.join("/etc", line.split(None, 1)[1])
                 folder = inside(root, os.path.dirname(pattern))
                 if folder and os.path.isdir(root + folder):
-                    pending += sorted(f"{folder}/{n}" for n in os.listdir(root + folder)
-                                      if fnmatch.fnmatch(n, os.path.basename(pattern)))
+                    pending += sorted(
+                        f"{folder}/{n}"
+                        for n in os.listdir(root + folder)
+                        if fnmatch.fnmatch(n, os.path.basename(pattern))
+                    )
             elif line.startswith("/"):
                 found.append(line)
     etc = inside(root, "/etc")
@@ -398,8 +434,12 @@ def runtime_environment(job: dict) -> dict[str, str]:
         "PATH": ":".join(shims(search["image"]) + pristine_path + search["toolchain"] + search["image"]),
         "LD_LIBRARY_PATH": ":".join(library_path(search["libraries"])),
         "PYTHONPATH": ":".join([f"{TOOLCHAIN}/lib/site", *search["python"]]),
-        "SHELL": "/bin/bash", "CURL_HOME": EMPTY_DIR, "PIP_CONFIG_FILE": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null"}
+        "SHELL": "/bin/bash",
+        "CURL_HOME": EMPTY_DIR,
+        "PIP_CONFIG_FILE": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
     for name, candidates in PRISTINE_FILES.items():
         named = [environment[name]] if environment.get(name, "").startswith("/") else []
         real = next((r for r in (inside(IMAGE, c) for c in named + list(candidates)) if r), None)
@@ -431,7 +471,9 @@ def become_verifier(uid: int, capabilities: list[str]) -> None:
     class Data(ctypes.Structure):
         _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
-    data = (Data * 2)(Data(mask & 0xFFFFFFFF, mask & 0xFFFFFFFF, mask & 0xFFFFFFFF), Data(mask >> 32, mask >> 32, mask >> 32))
+    data = (Data * 2)(
+        Data(mask & 0xFFFFFFFF, mask & 0xFFFFFFFF, mask & 0xFFFFFFFF), Data(mask >> 32, mask >> 32, mask >> 32)
+    )
     check(libc.capset(ctypes.byref(Header(0x20080522, 0)), data), "set capabilities")
     for name in capabilities:
         check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAPABILITIES[name], 0, 0), f"ambient {name}")
@@ -441,8 +483,9 @@ def become_verifier(uid: int, capabilities: list[str]) -> None:
 def prepare(job: dict) -> dict[str, str]:
     """Step 2: the tests' root (this process ends up chrooted in it, tests written); returns the
     command's environment."""
-    handle = check(libc.syscall(SYS_OPEN_TREE, AT_FDCWD, b"/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
-                   "take the image's root")
+    handle = check(
+        libc.syscall(SYS_OPEN_TREE, AT_FDCWD, b"/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), "take the image's root"
+    )
     loaders = loaders_of("/", job["search_path"]["image"])
     enter_sandbox_namespace()
     root = compose(pristine_image(handle), loaders)
@@ -484,8 +527,14 @@ def run(job: dict) -> dict:
             if os.path.isfile(path) and not os.path.islink(path):
                 with open(path, "rb") as handle:
                     files[os.path.relpath(path, "/logs/verifier")] = handle.read(1 << 20).decode("utf-8", "replace")
-    return {"pid": pid, "exit_code": None if status is None else os.waitstatus_to_exitcode(status),
-            "timed_out": status is None, "duration_sec": time.monotonic() - started, "output": output, "files": files}
+    return {
+        "pid": pid,
+        "exit_code": None if status is None else os.waitstatus_to_exitcode(status),
+        "timed_out": status is None,
+        "duration_sec": time.monotonic() - started,
+        "output": output,
+        "files": files,
+    }
 
 
 def end_processes_of(uid: int) -> None:

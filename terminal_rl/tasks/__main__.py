@@ -35,8 +35,9 @@ console = Console()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m terminal_rl.tasks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m terminal_rl.tasks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("prepare", help="load, validate, report and export the task set")
     show = commands.add_parser("show", help="print one task")
@@ -50,16 +51,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "prepare":
             prepared = prepare_task_set(task_set, RunContext.from_config(cfg.run), cfg.agent.loop_name)
             print_summary(prepared)
-            report_base_images(SandboxConfig.from_node(cfg.sandbox), task_set_images(prepared.train + prepared.val),
-                               prepared.report_file, console)
+            report_base_images(
+                SandboxConfig.from_node(cfg.sandbox),
+                task_set_images(prepared.train + prepared.val),
+                prepared.report_file,
+                console,
+            )
             return 0
         report = validate_tasks(*_loaded(task_set))
         if args.command == "show":
             return show_task(args.task_id, report.valid, report.problems)
         for task in report.valid:
             export_harbor(task, args.out_dir)
-        console.print(f"wrote {len(report.valid)} Harbor task folders to {args.out_dir}"
-                      f" ({len(report.rejected_ids)} rejected)")
+        console.print(
+            f"wrote {len(report.valid)} Harbor task folders to {args.out_dir} ({len(report.rejected_ids)} rejected)"
+        )
         return 0
     except TaskSourceError as error:
         console.print(f"[red]error:[/red] {error}")
@@ -114,12 +120,23 @@ def show_task(task_id: str, tasks: list[Task], problems) -> int:
     task = matches[0]
     table = Table(show_header=False, title=f"{task.id}  ({task.content_hash[:12]})")
     for name, value in (
-        ("title", task.title), ("difficulty", task.difficulty.value), ("category", task.category),
-        ("tags", ", ".join(task.tags)), ("verifier", task.verifier.value), ("source", task.source),
-        ("limits", str(task.limits)), ("build context", ", ".join(sorted(task.environment.build_context)) or "-"),
+        ("title", task.title),
+        ("difficulty", task.difficulty.value),
+        ("category", task.category),
+        ("tags", ", ".join(task.tags)),
+        ("verifier", task.verifier.value),
+        ("source", task.source),
+        ("limits", str(task.limits)),
+        ("build context", ", ".join(sorted(task.environment.build_context)) or "-"),
         ("files before agent", ", ".join(sorted(task.files)) or "-"),
-        ("weights", ", ".join(f"{k}={v:g}" for k, v in effective_weights(task).items()) if task.verifier.value != "harbor" else "test.sh"),
-        ("prompt", task.prompt), ("dockerfile", task.environment.dockerfile or task.environment.image or "-"),
+        (
+            "weights",
+            ", ".join(f"{k}={v:g}" for k, v in effective_weights(task).items())
+            if task.verifier.value != "harbor"
+            else "test.sh",
+        ),
+        ("prompt", task.prompt),
+        ("dockerfile", task.environment.dockerfile or task.environment.image or "-"),
     ):
         table.add_row(name, value)
     console.print(table)

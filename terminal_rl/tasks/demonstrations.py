@@ -25,8 +25,9 @@ def demonstration_turns(script: str, protocol: str) -> list[str]:
     return [command(line.strip()) for line in script.splitlines() if line.strip()] + [done]
 
 
-def demonstrations(tasks: list[Task], protocol: str, mistake_share: dict[str, float],
-                   seed: int) -> dict[str, list[str]]:
+def demonstrations(
+    tasks: list[Task], protocol: str, mistake_share: dict[str, float], seed: int
+) -> dict[str, list[str]]:
     """task id -> model turns: the solution, or the ``mistake`` for ``mistake_share[level]`` of a
     level's tasks that have one (that many exactly, rounded, drawn with ``seed``; a level not named
     gets none)."""
@@ -44,5 +45,7 @@ def demonstrations(tasks: list[Task], protocol: str, mistake_share: dict[str, fl
     for level, share in sorted(mistake_share.items()):
         candidates = [t.id for t in ordered if t.difficulty.value == level and t.metadata.get("mistake")]
         wrong.update(rng.sample(candidates, round(share * len(candidates))))
-    return {task.id: demonstration_turns(task.metadata["mistake"] if task.id in wrong else task.solution, protocol)
-            for task in ordered}
+    return {
+        task.id: demonstration_turns(task.metadata["mistake"] if task.id in wrong else task.solution, protocol)
+        for task in ordered
+    }

@@ -49,8 +49,14 @@ class Limits:
 
     def __post_init__(self) -> None:
         """Normalise number types (YAML's 1800 and TOML's 1800.0 must hash alike) and check ranges."""
-        for name, kind in (("agent_timeout_sec", float), ("verifier_timeout_sec", float),
-                           ("build_timeout_sec", float), ("cpus", float), ("memory_mb", int), ("pids", int)):
+        for name, kind in (
+            ("agent_timeout_sec", float),
+            ("verifier_timeout_sec", float),
+            ("build_timeout_sec", float),
+            ("cpus", float),
+            ("memory_mb", int),
+            ("pids", int),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"limits.{name}={value!r} must be a positive number")

@@ -62,14 +62,20 @@ def prepare_task_set(task_set: TaskSetConfig, run: RunContext, agent_name: str) 
     files = {}
     for split, tasks in (("train", train), ("val", val)):
         rows = [
-            task_row(task, store.put(task), split=split, index=i, data_source=task_set.data_source,
-                     agent_name=agent_name, store=store)
+            task_row(
+                task,
+                store.put(task),
+                split=split,
+                index=i,
+                data_source=task_set.data_source,
+                agent_name=agent_name,
+                store=store,
+            )
             for i, task in enumerate(tasks)
         ]
         files[split] = run.data_dir / f"{split}.parquet"
         write_rows(rows, files[split])
-    prepared = PreparedTaskSet(train, val, problems, files["train"], files["val"],
-                               run.data_dir / "prepare_report.json")
+    prepared = PreparedTaskSet(train, val, problems, files["train"], files["val"], run.data_dir / "prepare_report.json")
     _write_report(prepared, task_set)
     return prepared
 

@@ -22,9 +22,16 @@ TEST_FILE = "test_outputs.py"
 MAX_DRAWS_PER_TASK = 100
 
 
-def procedural_tasks(family: str, count: int, seed: int, levels: list[str], limits: Limits,
-                     exclude_seeds: Sequence[int] = (), exclude_count: int | None = None,
-                     exclude_levels: list[str] | None = None) -> list[Task]:
+def procedural_tasks(
+    family: str,
+    count: int,
+    seed: int,
+    levels: list[str],
+    limits: Limits,
+    exclude_seeds: Sequence[int] = (),
+    exclude_count: int | None = None,
+    exclude_levels: list[str] | None = None,
+) -> list[Task]:
     """``count`` tasks; ``exclude_*`` name the training tasks (default: this call's count and levels).
     Raises when the family has run out of instructions the exclusion leaves."""
     if family not in FAMILIES:
@@ -34,27 +41,42 @@ def procedural_tasks(family: str, count: int, seed: int, levels: list[str], limi
     if seed in exclude_seeds:
         raise ValueError(f"seed={seed} is one of exclude_seeds={list(exclude_seeds)}: it would exclude itself")
     module = FAMILIES[family]
-    seen = {task.prompt for other in exclude_seeds
-            for task in procedural_tasks(family, exclude_count or count, other, exclude_levels or levels, limits)}
+    seen = {
+        task.prompt
+        for other in exclude_seeds
+        for task in procedural_tasks(family, exclude_count or count, other, exclude_levels or levels, limits)
+    }
     tasks = []
     index = 0
     while len(tasks) < count:
         if index >= MAX_DRAWS_PER_TASK * count:
-            raise ValueError(f"family {family}: {index} draws of seed {seed} gave only {len(tasks)} of {count} tasks "
-                             f"outside the excluded seeds {list(exclude_seeds)}: ask for fewer")
+            raise ValueError(
+                f"family {family}: {index} draws of seed {seed} gave only {len(tasks)} of {count} tasks "
+                f"outside the excluded seeds {list(exclude_seeds)}: ask for fewer"
+            )
         level = Difficulty(levels[len(tasks) % len(levels)])
         drawn = module.sample(random.Random(f"{family}/{seed}/{index}"), level)
         index += 1
         if drawn.instruction in seen:
             continue
         metadata = {"family": family, "seed": str(seed)} | ({"mistake": drawn.mistake} if drawn.mistake else {})
-        tasks.append(Task(
-            id=f"{family}-s{seed}-{index - 1:05d}", title=drawn.title, prompt=drawn.instruction, difficulty=level,
-            category=module.CATEGORY, tags=("procedural", family, *drawn.tags),
-            environment=Environment(dockerfile=DOCKERFILE), tests={TEST_FILE: drawn.tests},
-            verifier=VerifierKind.WEIGHTED_PYTEST, test_weights=drawn.weights,
-            files={path: text.encode() for path, text in drawn.files.items()}, limits=limits,
-            source=f"procedural:{family}?seed={seed}&index={index - 1}", solution=drawn.solution,
-            metadata=metadata,
-        ))
+        tasks.append(
+            Task(
+                id=f"{family}-s{seed}-{index - 1:05d}",
+                title=drawn.title,
+                prompt=drawn.instruction,
+                difficulty=level,
+                category=module.CATEGORY,
+                tags=("procedural", family, *drawn.tags),
+                environment=Environment(dockerfile=DOCKERFILE),
+                tests={TEST_FILE: drawn.tests},
+                verifier=VerifierKind.WEIGHTED_PYTEST,
+                test_weights=drawn.weights,
+                files={path: text.encode() for path, text in drawn.files.items()},
+                limits=limits,
+                source=f"procedural:{family}?seed={seed}&index={index - 1}",
+                solution=drawn.solution,
+                metadata=metadata,
+            )
+        )
     return tasks

@@ -71,8 +71,10 @@ def validation_source(config: TaskSetConfig) -> TaskSetConfig | None:
     unknown = sorted(set(config.validation) - {f.name for f in fields(TaskSetConfig)})
     if unknown:
         raise ValueError(f"task_set.validation has unknown keys {unknown}")
-    changed = {key: {**getattr(config, key), **value} if isinstance(value, dict) else value
-               for key, value in config.validation.items()}
+    changed = {
+        key: {**getattr(config, key), **value} if isinstance(value, dict) else value
+        for key, value in config.validation.items()
+    }
     return replace(config, **changed, validation={})
 
 

@@ -20,7 +20,9 @@ from terminal_rl.tasks.store import TaskRef, TaskStore
 REWARD_STYLE = "sandbox_verifier"
 
 
-def task_row(task: Task, ref: TaskRef, *, split: str, index: int, data_source: str, agent_name: str, store: TaskStore) -> dict:
+def task_row(
+    task: Task, ref: TaskRef, *, split: str, index: int, data_source: str, agent_name: str, store: TaskStore
+) -> dict:
     return {
         "data_source": data_source,
         "agent_name": agent_name,

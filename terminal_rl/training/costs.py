@@ -29,8 +29,9 @@ class EpisodeCost:
     tokens: int
 
 
-def episode_cost(history: str, shape: EpisodeShape, limits: SequenceLimits, max_turns: int,
-                 max_tokens_per_turn: int) -> EpisodeCost:
+def episode_cost(
+    history: str, shape: EpisodeShape, limits: SequenceLimits, max_turns: int, max_tokens_per_turn: int
+) -> EpisodeCost:
     """Walk one episode of ``shape`` under the history mode's own limit rule (``turn_room``), each
     turn also capped at ``max_tokens_per_turn``."""
     first, prompt, rows, written_total = shape.first_prompt_tokens, shape.first_prompt_tokens, [], 0

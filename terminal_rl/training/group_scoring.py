@@ -53,13 +53,20 @@ class GroupScores:
     filtered: bool = False
 
 
-async def score_rollout_group(trajectories: list[Trajectory], mix: RewardMix, max_turns: int,
-                              judge: JudgeGroup | None, only_unseparated: bool = False,
-                              guard: FixtureGuard = FixtureGuard.OFF) -> GroupScores:
+async def score_rollout_group(
+    trajectories: list[Trajectory],
+    mix: RewardMix,
+    max_turns: int,
+    judge: JudgeGroup | None,
+    only_unseparated: bool = False,
+    guard: FixtureGuard = FixtureGuard.OFF,
+) -> GroupScores:
     infrastructure = [t for t in trajectories if t.termination and Termination(t.termination).infrastructure]
     if infrastructure:
-        reason = f"{len(infrastructure)} of {len(trajectories)} rollouts hit an infrastructure failure " \
-                 f"({infrastructure[0].termination}: {infrastructure[0].termination_detail[:120]})"
+        reason = (
+            f"{len(infrastructure)} of {len(trajectories)} rollouts hit an infrastructure failure "
+            f"({infrastructure[0].termination}: {infrastructure[0].termination_detail[:120]})"
+        )
         return _masked(trajectories, mix, max_turns, reason, guard=guard)
     tests = [score_tests(t, guard).score for t in trajectories]
     judged = mix.weights.get("judge", 0.0) > 0 and judge is not None
@@ -76,12 +83,19 @@ async def score_rollout_group(trajectories: list[Trajectory], mix: RewardMix, ma
     group = score_group(components, mix)
     if group.dropped:
         return _masked(trajectories, mix, max_turns, f"dropped: judge missing for {group.missing}", judgements, guard)
-    return GroupScores(group.rewards, components, group.weights, judgements, judge_fallback=group.fallback,
-                       judge_skipped=skipped)
+    return GroupScores(
+        group.rewards, components, group.weights, judgements, judge_fallback=group.fallback, judge_skipped=skipped
+    )
 
 
-def _masked(trajectories: list[Trajectory], mix: RewardMix, max_turns: int, reason: str,
-            judgements: list[dict | None] | None = None, guard: FixtureGuard = FixtureGuard.OFF) -> GroupScores:
+def _masked(
+    trajectories: list[Trajectory],
+    mix: RewardMix,
+    max_turns: int,
+    reason: str,
+    judgements: list[dict | None] | None = None,
+    guard: FixtureGuard = FixtureGuard.OFF,
+) -> GroupScores:
     judgements = judgements or [None] * len(trajectories)
     components = [all_components(t, j, max_turns, guard) for t, j in zip(trajectories, judgements)]
     return GroupScores([0.0] * len(trajectories), components, dict(mix.weights), judgements, True, reason)
@@ -89,10 +103,15 @@ def _masked(trajectories: list[Trajectory], mix: RewardMix, max_turns: int, reas
 
 def missing_session(like: Trajectory, index: int, timeout_sec: float) -> Trajectory:
     """Stands in for a session that never reached the barrier: an infrastructure failure."""
-    return Trajectory(like.task_id, like.content_hash, like.protocol, like.policy,
-                      termination=Termination.SANDBOX_ERROR.value,
-                      termination_detail=f"session {index} did not finish within the group timeout of {timeout_sec:.0f}s",
-                      metadata={**like.metadata, "session": index})
+    return Trajectory(
+        like.task_id,
+        like.content_hash,
+        like.protocol,
+        like.policy,
+        termination=Termination.SANDBOX_ERROR.value,
+        termination_detail=f"session {index} did not finish within the group timeout of {timeout_sec:.0f}s",
+        metadata={**like.metadata, "session": index},
+    )
 
 
 @dataclass
@@ -113,8 +132,9 @@ class GroupBarrier:
         self._score = score
         self._groups: dict[str, _Group] = {}
 
-    async def submit(self, group_id: str, size: int, index: int, trajectory: Trajectory,
-                     timeout_sec: float) -> tuple[GroupScores, int]:
+    async def submit(
+        self, group_id: str, size: int, index: int, trajectory: Trajectory, timeout_sec: float
+    ) -> tuple[GroupScores, int]:
         """Submit session ``index`` of a group; returns the group's scores and this sample's position
         (its index among the group's sessions)."""
         loop = asyncio.get_running_loop()

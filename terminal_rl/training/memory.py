@@ -50,10 +50,21 @@ class MemoryEstimate:
         return self.rollout_actor_gb + self.rollout_budget_gb
 
 
-def estimate(architecture: dict, world_size: int, gpu_memory_gb: float, tensor_parallel: int, ulysses: int,
-             micro_batch: int, context_tokens: int, gpu_memory_utilization: float, param_offload: bool,
-             optimizer_offload: bool, flash_attention: bool, trainable: float | None = None,
-             fsdp_size: int = -1) -> MemoryEstimate:
+def estimate(
+    architecture: dict,
+    world_size: int,
+    gpu_memory_gb: float,
+    tensor_parallel: int,
+    ulysses: int,
+    micro_batch: int,
+    context_tokens: int,
+    gpu_memory_utilization: float,
+    param_offload: bool,
+    optimizer_offload: bool,
+    flash_attention: bool,
+    trainable: float | None = None,
+    fsdp_size: int = -1,
+) -> MemoryEstimate:
     """``trainable``: parameters with gradients and optimizer states (None: all of them).
     ``fsdp_size``: GPUs one copy of the model is sharded over (verl's ``fsdp_size``; -1: all of them,
     else hybrid sharding, replicated across groups: ``engine/fsdp/utils.py: create_device_mesh``)."""

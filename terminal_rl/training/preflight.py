@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+
 from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.agent.config import AgentConfig
@@ -35,8 +36,10 @@ def check_support(cfg: DictConfig) -> list[str]:
     pair = f"{cfg.model.name}_{_hardware_name(cfg)}"
     if "tensor_parallel" in cfg.model_hardware:
         return []
-    return [f"model={cfg.model.name} is not supported on hardware={_hardware_name(cfg)} (no "
-            f"conf/model_hardware/{pair}.yaml); supported model_hardware pairs: {', '.join(supported_pairs())}"]
+    return [
+        f"model={cfg.model.name} is not supported on hardware={_hardware_name(cfg)} (no "
+        f"conf/model_hardware/{pair}.yaml); supported model_hardware pairs: {', '.join(supported_pairs())}"
+    ]
 
 
 def check_batches(cfg: DictConfig) -> list[str]:
@@ -49,9 +52,11 @@ def check_batches(cfg: DictConfig) -> list[str]:
     where = f"the data-parallel size ({gpus} GPUs / Ulysses {ulysses} = {dp})"
     prompts, n = cfg.data.train_batch_size, cfg.actor_rollout_ref.rollout.n
     if (prompts * n) % dp:
-        problems.append(f"data.train_batch_size ({prompts}) x rollout.n ({n}) = {prompts * n} trajectories per step "
-                        f"is not divisible by {where}; change prompts_per_step or rollouts_per_prompt in the "
-                        "model_hardware file")
+        problems.append(
+            f"data.train_batch_size ({prompts}) x rollout.n ({n}) = {prompts * n} trajectories per step "
+            f"is not divisible by {where}; change prompts_per_step or rollouts_per_prompt in the "
+            "model_hardware file"
+        )
     mini = cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     if mini > prompts or prompts % mini:
         problems.append(f"actor.ppo_mini_batch_size ({mini}) must divide data.train_batch_size ({prompts})")
@@ -60,10 +65,12 @@ def check_batches(cfg: DictConfig) -> list[str]:
     # with one row per trajectory (append) the share is fixed.
     micro = cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu
     if cfg.agent.history == "append" and ((mini * n) % dp or (mini * n // dp) % micro):
-        problems.append(f"a mini-batch of {mini} prompts x {n} rollouts gives {mini * n / dp:g} trajectories per "
-                        f"data-parallel rank ({where}), not a multiple of actor.ppo_micro_batch_size_per_gpu "
-                        f"({micro}); change micro_batch_per_gpu, rollouts_per_prompt or prompts_per_step in the "
-                        "model_hardware file")
+        problems.append(
+            f"a mini-batch of {mini} prompts x {n} rollouts gives {mini * n / dp:g} trajectories per "
+            f"data-parallel rank ({where}), not a multiple of actor.ppo_micro_batch_size_per_gpu "
+            f"({micro}); change micro_batch_per_gpu, rollouts_per_prompt or prompts_per_step in the "
+            "model_hardware file"
+        )
     return problems
 
 
@@ -76,8 +83,10 @@ def check_parallelism(cfg: DictConfig) -> list[str]:
     for name, size in (("tensor-parallel", tp), ("Ulysses sequence-parallel", sp)):
         # Query heads must split evenly; KV heads split evenly or are replicated across ranks.
         if arch.attention_heads % size or (arch.kv_heads % size and size % arch.kv_heads):
-            problems.append(f"{name} size {size} does not divide {cfg.model.name}'s {arch.attention_heads} attention "
-                            f"heads / {arch.kv_heads} KV heads")
+            problems.append(
+                f"{name} size {size} does not divide {cfg.model.name}'s {arch.attention_heads} attention "
+                f"heads / {arch.kv_heads} KV heads"
+            )
     return problems
 
 
@@ -87,11 +96,15 @@ def check_sequence(cfg: DictConfig) -> list[str]:
     if context > limit:
         problems.append(f"agent.max_context_tokens ({context}) exceeds {cfg.model.name}'s context length ({limit})")
     if cfg.data.max_prompt_length >= context:
-        problems.append(f"data.max_prompt_length ({cfg.data.max_prompt_length}) leaves no room for a response "
-                        f"within {context} tokens")
+        problems.append(
+            f"data.max_prompt_length ({cfg.data.max_prompt_length}) leaves no room for a response "
+            f"within {context} tokens"
+        )
     if cfg.agent.max_tokens_per_turn > context - cfg.data.max_prompt_length:
-        problems.append(f"agent.max_tokens_per_turn ({cfg.agent.max_tokens_per_turn}) exceeds the response budget "
-                        f"({context - cfg.data.max_prompt_length})")
+        problems.append(
+            f"agent.max_tokens_per_turn ({cfg.agent.max_tokens_per_turn}) exceeds the response budget "
+            f"({context - cfg.data.max_prompt_length})"
+        )
     return problems
 
 
@@ -99,24 +112,41 @@ def check_memory(cfg: DictConfig) -> list[str]:
     hw, mh = cfg.hardware, cfg.model_hardware
     if hw.device != "cuda":
         return []
-    result = estimate(dict(cfg.model.architecture), hw.nodes * hw.gpus_per_node, hw.gpu_memory_gb,
-                      mh.tensor_parallel, mh.ulysses_parallel, mh.micro_batch_per_gpu, cfg.agent.max_context_tokens,
-                      mh.gpu_memory_utilization, mh.param_offload, mh.optimizer_offload,
-                      hw.attention == "flash_attention_2", _lora_trainable(cfg), int(hw.fsdp_size))
+    result = estimate(
+        dict(cfg.model.architecture),
+        hw.nodes * hw.gpus_per_node,
+        hw.gpu_memory_gb,
+        mh.tensor_parallel,
+        mh.ulysses_parallel,
+        mh.micro_batch_per_gpu,
+        cfg.agent.max_context_tokens,
+        mh.gpu_memory_utilization,
+        mh.param_offload,
+        mh.optimizer_offload,
+        hw.attention == "flash_attention_2",
+        _lora_trainable(cfg),
+        int(hw.fsdp_size),
+    )
     where = f"for {cfg.model.name} on {_hardware_name(cfg)}"
     problems = []
     if result.train_gb > hw.gpu_memory_gb:
-        problems.append(f"estimated training memory {result.train_gb:.1f} GB per GPU exceeds {hw.gpu_memory_gb} GB "
-                        f"{where}; turn on param/optimizer offload, raise ulysses_parallel or lower micro_batch_per_gpu")
+        problems.append(
+            f"estimated training memory {result.train_gb:.1f} GB per GPU exceeds {hw.gpu_memory_gb} GB "
+            f"{where}; turn on param/optimizer offload, raise ulysses_parallel or lower micro_batch_per_gpu"
+        )
     if not result.rollout_fits:
-        problems.append(f"rollout needs {result.rollout_weights_gb:.1f} GB of weights + "
-                        f"{result.rollout_kv_per_sequence_gb:.1f} GB KV cache per sequence per GPU, more than "
-                        f"gpu_memory_utilization x memory = {result.rollout_budget_gb:.1f} GB; raise tensor_parallel "
-                        "or gpu_memory_utilization")
+        problems.append(
+            f"rollout needs {result.rollout_weights_gb:.1f} GB of weights + "
+            f"{result.rollout_kv_per_sequence_gb:.1f} GB KV cache per sequence per GPU, more than "
+            f"gpu_memory_utilization x memory = {result.rollout_budget_gb:.1f} GB; raise tensor_parallel "
+            "or gpu_memory_utilization"
+        )
     if result.rollout_gb > hw.gpu_memory_gb:
-        problems.append(f"while vLLM generates, the actor keeps {result.rollout_actor_gb:.1f} GB per GPU (fp32 weights "
-                        f"and Adam moments) beside vLLM's {result.rollout_budget_gb:.1f} GB: more than {hw.gpu_memory_gb} GB "
-                        f"{where}; lower gpu_memory_utilization or turn on param/optimizer offload")
+        problems.append(
+            f"while vLLM generates, the actor keeps {result.rollout_actor_gb:.1f} GB per GPU (fp32 weights "
+            f"and Adam moments) beside vLLM's {result.rollout_budget_gb:.1f} GB: more than {hw.gpu_memory_gb} GB "
+            f"{where}; lower gpu_memory_utilization or turn on param/optimizer offload"
+        )
     return problems
 
 
@@ -148,16 +178,22 @@ def check_lora(cfg: DictConfig) -> list[str]:
     verl_targets = verl.target_modules if isinstance(verl.target_modules, str) else list(verl.target_modules)
     problems = []
     if int(verl.lora_rank) != lora.rank or int(verl.lora_alpha) != lora.alpha:
-        problems.append(f"actor_rollout_ref.model.lora_rank={verl.lora_rank} (alpha {verl.lora_alpha}) differs from "
-                        f"model.lora.rank={lora.rank} (alpha {lora.alpha}): set LoRA through model.lora, verl's keys follow it")
+        problems.append(
+            f"actor_rollout_ref.model.lora_rank={verl.lora_rank} (alpha {verl.lora_alpha}) differs from "
+            f"model.lora.rank={lora.rank} (alpha {lora.alpha}): set LoRA through model.lora, verl's keys follow it"
+        )
     if verl_targets != targets:
-        problems.append(f"actor_rollout_ref.model.target_modules={verl_targets} differs from model.lora.target_modules="
-                        f"{targets}: set LoRA through model.lora, verl's keys follow it")
+        problems.append(
+            f"actor_rollout_ref.model.target_modules={verl_targets} differs from model.lora.target_modules="
+            f"{targets}: set LoRA through model.lora, verl's keys follow it"
+        )
     if lora.rank:
         unknown = unknown_modules(dict(cfg.model.architecture), targets)
         if unknown:
-            problems.append(f"model.lora.target_modules {unknown} match no projection of {cfg.model.name} "
-                            f"({', '.join(projections(dict(cfg.model.architecture)))}) and would train nothing")
+            problems.append(
+                f"model.lora.target_modules {unknown} match no projection of {cfg.model.name} "
+                f"({', '.join(projections(dict(cfg.model.architecture)))}) and would train nothing"
+            )
         elif not trainable_parameters(dict(cfg.model.architecture), lora.rank, targets):
             problems.append(f"model.lora.rank={lora.rank} with target_modules {targets} trains no parameter")
     return problems
@@ -167,8 +203,10 @@ def lora_lr_warning(cfg: DictConfig) -> list[str]:
     lr = float(cfg.actor_rollout_ref.actor.optim.lr)
     if not cfg.model.lora.rank or lr >= LORA_LR_FLOOR:
         return []
-    return [f"warning: a LoRA run (rank {cfg.model.lora.rank}) at actor lr {lr:g}, below {LORA_LR_FLOOR:g}: LoRA needs "
-            "about 10x the full fine-tuning rate; set model.lora.lr (model/lora=r64 sets 1e-5)"]
+    return [
+        f"warning: a LoRA run (rank {cfg.model.lora.rank}) at actor lr {lr:g}, below {LORA_LR_FLOOR:g}: LoRA needs "
+        "about 10x the full fine-tuning rate; set model.lora.lr (model/lora=r64 sets 1e-5)"
+    ]
 
 
 def step_costs(cfg: DictConfig) -> dict[History, EpisodeCost]:
@@ -176,8 +214,12 @@ def step_costs(cfg: DictConfig) -> dict[History, EpisodeCost]:
     ``cost_estimate`` assumes, under this run's budget (a step trains prompts x rollouts of them)."""
     shape = to_dataclass(cfg.cost_estimate, EpisodeShape)
     agent = AgentConfig.from_node(cfg.agent)
-    return {mode: episode_cost(mode, shape, agent.limits_for(mode), agent.limits.max_turns,
-                               agent.limits.max_tokens_per_turn) for mode in History}
+    return {
+        mode: episode_cost(
+            mode, shape, agent.limits_for(mode), agent.limits.max_turns, agent.limits.max_tokens_per_turn
+        )
+        for mode in History
+    }
 
 
 def step_cost_note(cfg: DictConfig) -> list[str]:
@@ -186,22 +228,32 @@ def step_cost_note(cfg: DictConfig) -> list[str]:
     shape, costs = to_dataclass(cfg.cost_estimate, EpisodeShape), step_costs(cfg)
     episodes = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n
     if not costs[History.APPEND].turns:
-        return [f"cost_estimate's first prompt ({shape.first_prompt_tokens} tokens) does not fit this run's budget: "
-                "set cost_estimate to this run's episodes for a per-step estimate"]
-    parts = [f"{mode.value} {c.turns} turns, {c.rows} row(s) and {c.tokens / 1e3:.1f}k tokens an episode, "
-             f"{episodes * c.tokens / 1e6:.1f}M a step" for mode, c in costs.items()]
+        return [
+            f"cost_estimate's first prompt ({shape.first_prompt_tokens} tokens) does not fit this run's budget: "
+            "set cost_estimate to this run's episodes for a per-step estimate"
+        ]
+    parts = [
+        f"{mode.value} {c.turns} turns, {c.rows} row(s) and {c.tokens / 1e3:.1f}k tokens an episode, "
+        f"{episodes * c.tokens / 1e6:.1f}M a step"
+        for mode, c in costs.items()
+    ]
     ratio = costs[History.PER_TURN].tokens / costs[History.APPEND].tokens
-    return [f"trained tokens ({cfg.data.train_batch_size} prompts x {cfg.actor_rollout_ref.rollout.n} rollouts, episodes of "
-            f"a {shape.first_prompt_tokens}-token prompt and {shape.turn_tokens}-token turns answered by "
-            f"{shape.observation_tokens}): {'; '.join(parts)} (per_turn {ratio:.1f}x); this run: {cfg.agent.history}"]
+    return [
+        f"trained tokens ({cfg.data.train_batch_size} prompts x {cfg.actor_rollout_ref.rollout.n} rollouts, episodes "
+        "of "
+        f"a {shape.first_prompt_tokens}-token prompt and {shape.turn_tokens}-token turns answered by "
+        f"{shape.observation_tokens}): {'; '.join(parts)} (per_turn {ratio:.1f}x); this run: {cfg.agent.history}"
+    ]
 
 
 def sandbox_note(cfg: DictConfig) -> list[str]:
     """How many of a step's episodes run at once: sandbox.max_sandboxes is a node's cap."""
     episodes = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n
     at_once = min(episodes, cfg.sandbox.max_sandboxes * cfg.hardware.nodes)
-    return [f"sandboxes: {cfg.sandbox.max_sandboxes} a node x {cfg.hardware.nodes} node(s): {at_once} of a step's "
-            f"{episodes} episodes at once (sandbox.max_sandboxes, from the model_hardware file's sandbox_concurrency)"]
+    return [
+        f"sandboxes: {cfg.sandbox.max_sandboxes} a node x {cfg.hardware.nodes} node(s): {at_once} of a step's "
+        f"{episodes} episodes at once (sandbox.max_sandboxes, from the model_hardware file's sandbox_concurrency)"
+    ]
 
 
 def notes(cfg: DictConfig) -> list[str]:
@@ -220,13 +272,16 @@ def _checkpoint_plan(cfg: DictConfig) -> tuple[int, float, str]:
     kept = trainer.max_actor_ckpt_to_keep
     if kept is None:  # verl keeps every one: the run's saves
         try:
-            steps = run_steps(len(_split(cfg)[0]), cfg.data.train_batch_size, trainer.total_epochs,
-                              trainer.total_training_steps)
+            steps = run_steps(
+                len(_split(cfg)[0]), cfg.data.train_batch_size, trainer.total_epochs, trainer.total_training_steps
+            )
         except (TaskSourceError, ValueError):
             steps = trainer.total_training_steps or 0
         kept = steps // trainer.save_freq if trainer.save_freq > 0 else 0
-    line = (f"checkpoints: {kept} kept (trainer.max_actor_ckpt_to_keep={trainer.max_actor_ckpt_to_keep}) x "
-            f"{size:.1f} GB = {kept * size:.1f} GB in {trainer.default_local_dir}")
+    line = (
+        f"checkpoints: {kept} kept (trainer.max_actor_ckpt_to_keep={trainer.max_actor_ckpt_to_keep}) x "
+        f"{size:.1f} GB = {kept * size:.1f} GB in {trainer.default_local_dir}"
+    )
     return int(kept), size, line
 
 
@@ -246,9 +301,11 @@ def check_checkpoint_disk(cfg: DictConfig) -> list[str]:
     free_gb = shutil.disk_usage(existing).free / 1e9
     if needed_gb <= free_gb:
         return []
-    return [f"{line}; at the peak {needed_gb:.1f} GB more (one more while a save replaces the oldest), but {existing} "
-            f"has {free_gb:.1f} GB free: lower trainer.max_actor_ckpt_to_keep, raise trainer.save_freq, or point "
-            "trainer.default_local_dir at a larger filesystem"]
+    return [
+        f"{line}; at the peak {needed_gb:.1f} GB more (one more while a save replaces the oldest), but {existing} "
+        f"has {free_gb:.1f} GB free: lower trainer.max_actor_ckpt_to_keep, raise trainer.save_freq, or point "
+        "trainer.default_local_dir at a larger filesystem"
+    ]
 
 
 def check_dataset(cfg: DictConfig) -> list[str]:
@@ -259,14 +316,21 @@ def check_dataset(cfg: DictConfig) -> list[str]:
     except (TaskSourceError, ValueError) as error:
         return [f"task_set: {error}"]
     if not train and not val:
-        return [f"task_set {cfg.task_set.path}: no valid task (run `python -m terminal_rl.tasks prepare` for the report)"]
+        return [
+            f"task_set {cfg.task_set.path}: no valid task (run `python -m terminal_rl.tasks prepare` for the report)"
+        ]
     # verl cannot build a loader over no rows: it would fail minutes later inside a Ray worker.
     empty = [split for split, tasks in (("training", train), ("validation", val)) if not tasks]
     if empty:
-        source = ("task_set.validation" if cfg.task_set.get("validation") else
-                  f"task_set.val_fraction={cfg.task_set.val_fraction} of {len(train) + len(val)}, rounded per difficulty")
-        return [f"task_set {cfg.task_set.path}: the {empty[0]} split has no valid task ({source}): use more tasks, "
-                "another task_set.val_fraction, or a task_set.validation source"]
+        source = (
+            "task_set.validation"
+            if cfg.task_set.get("validation")
+            else f"task_set.val_fraction={cfg.task_set.val_fraction} of {len(train) + len(val)}, rounded per difficulty"
+        )
+        return [
+            f"task_set {cfg.task_set.path}: the {empty[0]} split has no valid task ({source}): use more tasks, "
+            "another task_set.val_fraction, or a task_set.validation source"
+        ]
     return []
 
 
@@ -291,11 +355,15 @@ def check_curriculum(cfg: DictConfig) -> list[str]:
         return []
     start = judge_free_from(schedule)
     if start is None:
-        return ["curriculum: no stage sets every judge weight to 0 for good, so the judge never leaves the reward; "
-                "end the schedule with a tests-only stage"]
+        return [
+            "curriculum: no stage sets every judge weight to 0 for good, so the judge never leaves the reward; "
+            "end the schedule with a tests-only stage"
+        ]
     if start >= steps:
-        return [f"curriculum: the judge weight reaches 0 only at step {start + 1}, after the run's {steps} training "
-                "steps (trainer.total_training_steps / total_epochs); shorten the stages' fractions or train longer"]
+        return [
+            f"curriculum: the judge weight reaches 0 only at step {start + 1}, after the run's {steps} training "
+            "steps (trainer.total_training_steps / total_epochs); shorten the stages' fractions or train longer"
+        ]
     return []
 
 
@@ -304,9 +372,11 @@ def check_history(cfg: DictConfig) -> list[str]:
     advantage from its last row to the others (verl ``trainer/ppo/v1/utils.py`` l. 167-217)."""
     per_row = {"grpo"}
     if cfg.agent.history == "per_turn" and cfg.algorithm.adv_estimator not in per_row:
-        return [f"agent.history=per_turn needs an advantage estimator that gives every turn its trajectory's "
-                f"advantage ({sorted(per_row)}), not algorithm.adv_estimator={cfg.algorithm.adv_estimator}; "
-                "use agent.history=append"]
+        return [
+            f"agent.history=per_turn needs an advantage estimator that gives every turn its trajectory's "
+            f"advantage ({sorted(per_row)}), not algorithm.adv_estimator={cfg.algorithm.adv_estimator}; "
+            "use agent.history=append"
+        ]
     return []
 
 
@@ -323,8 +393,10 @@ def check_attention(cfg: DictConfig) -> list[str]:
     flash-attention forward (``models/transformers/monkey_patch.py`` l. 544-552)."""
     sp = cfg.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
     if sp > 1 and cfg.hardware.attention != "flash_attention_2":
-        return [f"Ulysses sequence parallelism ({sp}) needs hardware.attention=flash_attention_2 (got "
-                f"{cfg.hardware.attention}); install flash-attn (README, GPU set) or set ulysses_parallel=1"]
+        return [
+            f"Ulysses sequence parallelism ({sp}) needs hardware.attention=flash_attention_2 (got "
+            f"{cfg.hardware.attention}); install flash-attn (README, GPU set) or set ulysses_parallel=1"
+        ]
     return []
 
 
@@ -333,9 +405,11 @@ def check_flash_attention(cfg: DictConfig) -> list[str]:
     import importlib.util
 
     if cfg.hardware.attention == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
-        return ["hardware.attention=flash_attention_2 but flash-attn is not installed on this node: "
-                "`pip install --no-build-isolation flash-attn -c constraints/gpu.txt` (README, GPU set), or use "
-                "hardware.attention=sdpa with ulysses_parallel=1"]
+        return [
+            "hardware.attention=flash_attention_2 but flash-attn is not installed on this node: "
+            "`pip install --no-build-isolation flash-attn -c constraints/gpu.txt` (README, GPU set), or use "
+            "hardware.attention=sdpa with ulysses_parallel=1"
+        ]
     return []
 
 
@@ -379,19 +453,25 @@ def check_docker(cfg: DictConfig) -> list[str]:
         except ImageNotFound:
             missing.insert(0, common_tag(sandbox.base_images))
     except DockerException as error:
-        return [f"no Docker endpoint answers (sandbox.docker_host={sandbox.docker_host!r} / $DOCKER_HOST): {error}; "
-                "start dockerd or `podman system service`"]
+        return [
+            f"no Docker endpoint answers (sandbox.docker_host={sandbox.docker_host!r} / $DOCKER_HOST): {error}; "
+            "start dockerd or `podman system service`"
+        ]
     if missing:
-        return [f"base images missing: {missing}; run `python -m terminal_rl.sandbox images bootstrap` with this "
-                "run's task_set (and sandbox) overrides"]
+        return [
+            f"base images missing: {missing}; run `python -m terminal_rl.sandbox images bootstrap` with this "
+            "run's task_set (and sandbox) overrides"
+        ]
     return []
 
 
 def check_judge_credentials(cfg: DictConfig) -> list[str]:
     if not judge_can_weigh(cfg) or not cfg.judge.api_key_env or os.environ.get(cfg.judge.api_key_env):
         return []
-    return [f"the judge can weigh in the reward, but ${cfg.judge.api_key_env} (judge.api_key_env) is not set in "
-            "this environment; export it, point judge.api_key_env at the right variable, or use reward_mix=tests_only"]
+    return [
+        f"the judge can weigh in the reward, but ${cfg.judge.api_key_env} (judge.api_key_env) is not set in "
+        "this environment; export it, point judge.api_key_env at the right variable, or use reward_mix=tests_only"
+    ]
 
 
 def judge_can_weigh(cfg: DictConfig) -> bool:
@@ -424,13 +504,16 @@ def check_judge_reachable(cfg: DictConfig, timeout_sec: float = 5) -> list[str]:
     proxy = None if proxy_bypass(url.hostname) else getproxies().get(url.scheme)
     target = urlsplit(proxy) if proxy else url
     try:
-        socket.create_connection((target.hostname, target.port or (443 if target.scheme == "https" else 80)),
-                                 timeout_sec).close()
+        socket.create_connection(
+            (target.hostname, target.port or (443 if target.scheme == "https" else 80)), timeout_sec
+        ).close()
     except OSError as error:
         through = f" through the proxy {proxy}" if proxy else ""
-        return [f"the judge's endpoint {endpoint} ({backend.model}) does not answer from {socket.gethostname()}"
-                f"{through}: {error}; give this node a way out (proxy, firewall) or point judge.base_url at an "
-                "endpoint it reaches"]
+        return [
+            f"the judge's endpoint {endpoint} ({backend.model}) does not answer from {socket.gethostname()}"
+            f"{through}: {error}; give this node a way out (proxy, firewall) or point judge.base_url at an "
+            "endpoint it reaches"
+        ]
     return []
 
 
@@ -457,8 +540,10 @@ def check_disk(cfg: DictConfig) -> list[str]:
         existing = nearest_existing(path)
         free_gb = shutil.disk_usage(existing).free / 2**30
         if free_gb < floor:
-            problems.append(f"{name} ({path}) has {free_gb:.1f} GB free, below hardware.min_free_disk_gb="
-                            f"{floor:g}; free space or point it elsewhere")
+            problems.append(
+                f"{name} ({path}) has {free_gb:.1f} GB free, below hardware.min_free_disk_gb="
+                f"{floor:g}; free space or point it elsewhere"
+            )
     return problems
 
 
@@ -476,13 +561,19 @@ def check_model_offline(cfg: DictConfig) -> list[str]:
         return []
     folder = find_offline(cfg.model.path, run.hub_cache)
     if folder is None:
-        return [f"model.path={cfg.model.path!r} is neither a local folder nor in the run's Hub cache ({run.hub_cache}), "
-                f"and the run's processes never download (HF_HUB_OFFLINE=1): run `{download_command(cfg.model.path, run.hub_cache)}` "
-                "once where the Hub is reachable (a login node), or set model.path to a local folder"]
+        return [
+            f"model.path={cfg.model.path!r} is neither a local folder nor in the run's Hub cache ({run.hub_cache}), "
+            "and the run's processes never download (HF_HUB_OFFLINE=1): run "
+            f"`{download_command(cfg.model.path, run.hub_cache)}` "
+            "once where the Hub is reachable (a login node), or set model.path to a local folder"
+        ]
     missing = missing_weights(folder)
     if missing:
-        return [f"model.path={cfg.model.path!r} at {folder} is incomplete (an interrupted download?): no {', '.join(missing)}; "
-                f"run `{download_command(cfg.model.path, run.hub_cache)}` again"]
+        return [
+            f"model.path={cfg.model.path!r} at {folder} is incomplete (an interrupted download?): "
+            f"no {', '.join(missing)}; "
+            f"run `{download_command(cfg.model.path, run.hub_cache)}` again"
+        ]
     return []
 
 
@@ -516,9 +607,13 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
     command = ["sh", "-c", f'test "$(cat /probe/{probe.name})" = {token}']
     container = None
     try:
-        container = client.containers.create(common_tag(sandbox.base_images), command, network_disabled=True,
-                                             volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
-                                             ulimits=sandbox_ulimits(sandbox))  # podman needs them explicit
+        container = client.containers.create(
+            common_tag(sandbox.base_images),
+            command,
+            network_disabled=True,
+            volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
+            ulimits=sandbox_ulimits(sandbox),
+        )  # podman needs them explicit
         container.start()
         status = container.wait(timeout=120)["StatusCode"]
     except (DockerException, requests.exceptions.RequestException) as error:  # a wait that times out is requests'
@@ -529,10 +624,12 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
             container.remove(force=True)
     if status == 0:
         return []
-    return [f"the container engine does not see what this job writes under run.node_local_root ({folder}): a probe "
-            f"container did not read the file the job wrote there (exit {status}); the job's /tmp is likely private "
-            "(Slurm job_container/tmpfs, PrivateTmp): set run.node_local_root (or $TERMINAL_RL_NODE_LOCAL_ROOT) to a "
-            "node-local path the engine shares"]
+    return [
+        f"the container engine does not see what this job writes under run.node_local_root ({folder}): a probe "
+        f"container did not read the file the job wrote there (exit {status}); the job's /tmp is likely private "
+        "(Slurm job_container/tmpfs, PrivateTmp): set run.node_local_root (or $TERMINAL_RL_NODE_LOCAL_ROOT) to a "
+        "node-local path the engine shares"
+    ]
 
 
 def check_egress_network(cfg: DictConfig) -> list[str]:
@@ -549,29 +646,53 @@ def check_egress_network(cfg: DictConfig) -> list[str]:
         return []
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     try:
-        ensure_egress_network(docker_client(sandbox.docker_host), sandbox.container.egress_network,
-                              sandbox.container.egress_interface)
+        ensure_egress_network(
+            docker_client(sandbox.docker_host), sandbox.container.egress_network, sandbox.container.egress_interface
+        )
     except DockerException as error:
-        return [f"could not create the egress network {sandbox.container.egress_network!r} for tasks that allow "
-                f"network: {error}; if the address pools are exhausted, remove unused networks or set "
-                "default-address-pools in /etc/docker/daemon.json (README, cluster prerequisites)"]
+        return [
+            f"could not create the egress network {sandbox.container.egress_network!r} for tasks that allow "
+            f"network: {error}; if the address pools are exhausted, remove unused networks or set "
+            "default-address-pools in /etc/docker/daemon.json (README, cluster prerequisites)"
+        ]
     return []
 
 
-CONFIG_CHECKS: tuple[Check, ...] = (check_batches, check_parallelism, check_sequence, check_lora, check_memory,
-                                    check_dataset, check_curriculum, check_history, check_fixture_guard, check_attention,
-                                    check_judge_credentials)
+CONFIG_CHECKS: tuple[Check, ...] = (
+    check_batches,
+    check_parallelism,
+    check_sequence,
+    check_lora,
+    check_memory,
+    check_dataset,
+    check_curriculum,
+    check_history,
+    check_fixture_guard,
+    check_attention,
+    check_judge_credentials,
+)
 # What lives on the run's shared filesystem: checked where the run is submitted too, before an
 # allocation starts (and again on each node, which may mount it differently).
 SHARED_CHECKS: tuple[Check, ...] = (check_model_offline,)
 # What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
-NODE_CHECKS: tuple[Check, ...] = (check_docker, check_disk, check_checkpoint_disk, check_model_offline,
-                                  check_sandbox_mounts, check_egress_network, check_flash_attention,
-                                  check_judge_reachable)
+NODE_CHECKS: tuple[Check, ...] = (
+    check_docker,
+    check_disk,
+    check_checkpoint_disk,
+    check_model_offline,
+    check_sandbox_mounts,
+    check_egress_network,
+    check_flash_attention,
+    check_judge_reachable,
+)
 
 
-def run_preflight(cfg: DictConfig, verl_check: Callable[[DictConfig], list[str]] | None = None,
-                  skip: tuple[str, ...] = (), on_this_node: bool = True) -> list[str]:
+def run_preflight(
+    cfg: DictConfig,
+    verl_check: Callable[[DictConfig], list[str]] | None = None,
+    skip: tuple[str, ...] = (),
+    on_this_node: bool = True,
+) -> list[str]:
     """All problems of the composed config; empty means go. Support is checked first: an unsupported
     pair has no values to check the rest with. ``on_this_node=False`` leaves the node checks to the
     nodes the run will use (a login node need not run Docker)."""

@@ -5,7 +5,8 @@ the sampler's first draws (predicted exactly: draws are a pure function of the s
 ``curriculum/sampler.py``). A task whose image does not build is recorded in the run's image report
 with its reason; the curriculum then leaves it out of the sampling pool and the validation rows, and
 the draws are predicted again without it (a failure that may pass on another try, such as a
-download, is tried again by the next attempt of the run: resume or requeue). The remaining images build in a background thread during
+download, is tried again by the next attempt of the run: resume or requeue). The remaining images build in a
+background thread during
 training, one at a time, while the node keeps ``hardware.min_free_disk_gb`` free; a rollout that meets
 an image not built yet builds it itself (one build per image, under its lock).
 """
@@ -22,16 +23,28 @@ from rich.console import Console
 from terminal_rl.config import nearest_existing
 from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.build_report import (BuildOutcome, build_all, build_progress, failed_tasks,
-                                              forget_transient_failures)
+from terminal_rl.sandbox.build_report import (
+    BuildOutcome,
+    build_all,
+    build_progress,
+    failed_tasks,
+    forget_transient_failures,
+)
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.images import TaskImages
 from terminal_rl.tasks.model import Task
 
 
-def first_needed(difficulties: Mapping[str, str], val_ids: Sequence[str], mix: Mapping[str, float], seed: int,
-                 draws: int, keep: frozenset[str] | None, unavailable: frozenset[str]) -> list[str]:
+def first_needed(
+    difficulties: Mapping[str, str],
+    val_ids: Sequence[str],
+    mix: Mapping[str, float],
+    seed: int,
+    draws: int,
+    keep: frozenset[str] | None,
+    unavailable: frozenset[str],
+) -> list[str]:
     """Task ids the run uses first, in order, without repeats: the validation rows, then the first
     ``draws`` training draws of a fresh sampler (pure)."""
     sampler = TaskSampler(difficulties, seed=seed, keep=keep, unavailable=unavailable)
@@ -79,21 +92,30 @@ class RunImages:
         under the node-local root falls below ``hardware.min_free_disk_gb``."""
         rest = [task for task_id, task in sorted(self.tasks.items()) if task_id not in self.outcomes]
         if rest:
-            self._thread = threading.Thread(target=lambda: asyncio.run(self._build(rest, 1, None, check_disk=True)),
-                                            name="task-images", daemon=True)
+            self._thread = threading.Thread(
+                target=lambda: asyncio.run(self._build(rest, 1, None, check_disk=True)), name="task-images", daemon=True
+            )
             self._thread.start()
 
     async def _build(self, tasks: list[Task], jobs: int, progress, check_disk: bool = False) -> list[BuildOutcome]:
-        docker = AsyncDocker(docker_client(self.sandbox.docker_host, self.sandbox.docker_threads),
-                             self.sandbox.docker_threads)
+        docker = AsyncDocker(
+            docker_client(self.sandbox.docker_host, self.sandbox.docker_threads), self.sandbox.docker_threads
+        )
         images = TaskImages(docker, self.sandbox.build, self.run.image_cache_dir / "locks")
         new: list[BuildOutcome] = []
         try:
             for start in range(0, len(tasks), jobs):
                 if check_disk and self._disk_low():
                     break
-                batch = await build_all(images, tasks[start:start + jobs], self.run.image_report, jobs, progress,
-                                        known=list(self.outcomes.values()), total=len(self.tasks))
+                batch = await build_all(
+                    images,
+                    tasks[start : start + jobs],
+                    self.run.image_report,
+                    jobs,
+                    progress,
+                    known=list(self.outcomes.values()),
+                    total=len(self.tasks),
+                )
                 self.outcomes.update({o.task_id: o for o in batch})
                 new += batch
         finally:

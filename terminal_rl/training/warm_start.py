@@ -34,8 +34,9 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
 
     warm, root = cfg.warm_start, project_path(cfg.run.output_root)
     if not isinstance(warm.mistake_share, DictConfig):
-        raise ValueError(f"warm_start.mistake_share={warm.mistake_share} must map levels to shares, "
-                         "e.g. {medium: 0.7, hard: 0.7}")
+        raise ValueError(
+            f"warm_start.mistake_share={warm.mistake_share} must map levels to shares, e.g. {{medium: 0.7, hard: 0.7}}"
+        )
     model = root / warm.run_id / "sft" / "model"
     record = root / warm.run_id / "warm_start.json"
     wanted = settings(cfg)
@@ -43,8 +44,10 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
         made = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else wanted
         if made != wanted:
             changed = sorted(key for key in wanted.keys() | made.keys() if wanted.get(key) != made.get(key))
-            raise ValueError(f"the cached warm start {model} was made with other {', '.join(changed)} ({record}): "
-                             "delete that folder to remake it, or choose another warm_start.run_id")
+            raise ValueError(
+                f"the cached warm start {model} was made with other {', '.join(changed)} ({record}): "
+                "delete that folder to remake it, or choose another warm_start.run_id"
+            )
         return model
     if project_path(cfg.model.path) != model:
         raise ValueError(f"warm_start makes {model}, but model.path is {cfg.model.path}: point model.path at it")
@@ -59,17 +62,40 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
     thinking = str(wanted["enable_thinking"]).lower()
     steps = [
         ["models.tiny", f"run.output_root={root}", f"model={warm.model}"],
-        ["evaluate", *run, f"agent={warm.agent}", f"task_set={warm.task_set}", f"task_ids=[{','.join(scripts)}]",
-         *procedural_overrides(cfg.task_set), "policy=scripted", f"policy.script={script_file}",
-         f"concurrency={warm.concurrency}"],
-        ["datasets", "build", *run, f"agent={warm.agent}", f"model={warm.model}", f"enable_thinking={thinking}",
-         "sft.min_score=0"],
-        ["sft", *run, f"model={warm.model}", f"hardware={cfg.hardware.name}",
-         f"hardware.param_dtype={cfg.hardware.param_dtype}", f"verl.trainer.total_epochs={warm.epochs}"],
+        [
+            "evaluate",
+            *run,
+            f"agent={warm.agent}",
+            f"task_set={warm.task_set}",
+            f"task_ids=[{','.join(scripts)}]",
+            *procedural_overrides(cfg.task_set),
+            "policy=scripted",
+            f"policy.script={script_file}",
+            f"concurrency={warm.concurrency}",
+        ],
+        [
+            "datasets",
+            "build",
+            *run,
+            f"agent={warm.agent}",
+            f"model={warm.model}",
+            f"enable_thinking={thinking}",
+            "sft.min_score=0",
+        ],
+        [
+            "sft",
+            *run,
+            f"model={warm.model}",
+            f"hardware={cfg.hardware.name}",
+            f"hardware.param_dtype={cfg.hardware.param_dtype}",
+            f"verl.trainer.total_epochs={warm.epochs}",
+        ],
     ]
     for app, *args in steps:
         if subprocess.run([sys.executable, "-m", f"terminal_rl.{app}", *args]).returncode != 0:
-            raise RuntimeError(f"warm start: python -m terminal_rl.{app} failed (its log: {root / warm.run_id / 'logs'})")
+            raise RuntimeError(
+                f"warm start: python -m terminal_rl.{app} failed (its log: {root / warm.run_id / 'logs'})"
+            )
     if not (model / "config.json").is_file():
         raise RuntimeError(f"warm start: the SFT app finished without writing {model}")
     record.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
@@ -79,13 +105,18 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
 def settings(cfg: DictConfig) -> dict:
     """What the warm-started model depends on (not how many episodes ran at once), kept beside it: a
     cache made otherwise is refused."""
-    warm = {key: value for key, value in OmegaConf.to_container(cfg.warm_start, resolve=True).items()
-            if key != "concurrency"}
-    return {"warm_start": warm,
-            "tasks": OmegaConf.to_container(cfg.task_set.procedural, resolve=True) | {"path": cfg.task_set.path},
-            "protocol": cfg.agent.protocol,
-            "enable_thinking": bool(cfg.data.apply_chat_template_kwargs.enable_thinking),
-            "param_dtype": cfg.hardware.param_dtype}
+    warm = {
+        key: value
+        for key, value in OmegaConf.to_container(cfg.warm_start, resolve=True).items()
+        if key != "concurrency"
+    }
+    return {
+        "warm_start": warm,
+        "tasks": OmegaConf.to_container(cfg.task_set.procedural, resolve=True) | {"path": cfg.task_set.path},
+        "protocol": cfg.agent.protocol,
+        "enable_thinking": bool(cfg.data.apply_chat_template_kwargs.enable_thinking),
+        "param_dtype": cfg.hardware.param_dtype,
+    }
 
 
 def procedural_overrides(task_set: DictConfig) -> list[str]:
@@ -93,5 +124,7 @@ def procedural_overrides(task_set: DictConfig) -> list[str]:
     ``task_set`` preset alone would make the preset's tasks, not the run's."""
     if task_set.format != "procedural":
         return []
-    return [f"task_set.procedural.{key}={json.dumps(value)}"
-            for key, value in OmegaConf.to_container(task_set.procedural, resolve=True).items()]
+    return [
+        f"task_set.procedural.{key}={json.dumps(value)}"
+        for key, value in OmegaConf.to_container(task_set.procedural, resolve=True).items()
+    ]

@@ -13,7 +13,13 @@ from terminal_rl.agent.policies import make_policy
 from terminal_rl.agent.policies.base import ContextExhausted, Reply
 from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, LiteLLMPolicy
 from terminal_rl.agent.policies.token_session import Generation, TokenSession
-from terminal_rl.agent.tokens import ChatTokenizer, SequenceLimits, bundled_qwen3_tokenizer_dir, load_tokenizer, turn_room
+from terminal_rl.agent.tokens import (
+    ChatTokenizer,
+    SequenceLimits,
+    bundled_qwen3_tokenizer_dir,
+    load_tokenizer,
+    turn_room,
+)
 from terminal_rl.config import compose
 
 USER_COMMAND = ["hardware=h100_4x8", "curriculum=judge_anneal"]
@@ -51,8 +57,10 @@ def long_episode(chat: ChatTokenizer, history: str, limits: SequenceLimits, max_
     end, the first prompt's tokens, the observation's tokens as the template renders them)."""
     turn = chat.encode(text_of(chat, TURN_TOKENS - 1, "t")) + [chat.eos_id]
     observation = [{"role": "user", "content": text_of(chat, OBSERVATION_TOKENS - 10, "o")}]
-    messages = [{"role": "system", "content": text_of(chat, FIRST_PROMPT_TOKENS - 30, "s")},
-                {"role": "user", "content": "Fix the build."}]
+    messages = [
+        {"role": "system", "content": text_of(chat, FIRST_PROMPT_TOKENS - 30, "s")},
+        {"role": "user", "content": "Fix the build."},
+    ]
     asked: list[int] = []
 
     async def generate(prompt_ids, max_tokens):
@@ -77,8 +85,9 @@ def long_episode(chat: ChatTokenizer, history: str, limits: SequenceLimits, max_
 @pytest.mark.parametrize("history", ["append", "per_turn"])
 def test_an_episode_reaches_90_percent_of_the_turns_its_budget_allows(chat, history):
     agent = agent_of([f"agent.history={history}"])
-    turns, session, first, observation = long_episode(chat, history, agent.sequence_limits,
-                                                      agent.limits.max_tokens_per_turn)
+    turns, session, first, observation = long_episode(
+        chat, history, agent.sequence_limits, agent.limits.max_tokens_per_turn
+    )
     allowed = budgeted_turns(agent, history, first, TURN_TOKENS, observation)
     assert allowed >= 16, "the shapes are the issue's: about 17 turns fit in 32k"
     assert turns >= 0.9 * allowed, f"{history}: {turns} of {allowed} turns"
@@ -110,8 +119,9 @@ def test_per_turn_counts_the_rendered_history_against_the_prompt_length():
 
 
 @pytest.mark.parametrize("history", ["append", "per_turn"])
-@pytest.mark.parametrize(("train", "model"), [(USER_COMMAND, []), (["hardware=cpu", "model=tiny"], ["model=tiny"])],
-                         ids=["qwen3_8b", "tiny"])
+@pytest.mark.parametrize(
+    ("train", "model"), [(USER_COMMAND, []), (["hardware=cpu", "model=tiny"], ["model=tiny"])], ids=["qwen3_8b", "tiny"]
+)
 def test_evaluation_applies_trainings_budget_for_the_same_preset(history, train, model):
     """``python -m terminal_rl.evaluate`` gives its policies the lengths the training run of the same
     model preset gives verl."""
@@ -135,8 +145,13 @@ class _CountingServer(LiteLLMPolicy):
 
     async def complete(self, messages, max_tokens):
         self.asked.append(max_tokens)
-        return Reply("x", completion_tokens=100, context_tokens=self.prompts[0] + 100, prompt_tokens=self.prompts.pop(0),
-                     cost_usd=0.25)
+        return Reply(
+            "x",
+            completion_tokens=100,
+            context_tokens=self.prompts[0] + 100,
+            prompt_tokens=self.prompts.pop(0),
+            cost_usd=0.25,
+        )
 
 
 def test_litellm_ends_the_episode_where_training_would_by_the_servers_counts():

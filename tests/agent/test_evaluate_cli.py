@@ -14,27 +14,49 @@ pytestmark = pytest.mark.docker
 
 
 def evaluate(*overrides):
-    return subprocess.run([sys.executable, "-m", "terminal_rl.evaluate", *overrides], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "terminal_rl.evaluate", *overrides],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=600,
+    )
 
 
 def test_evaluate_writes_report_and_resumes(tmp_path):
     script = tmp_path / "script.json"
     write = "".join(f"  {line}\n" for line in PARSER.splitlines())
-    script.write_text(json.dumps({
-        "csv-file-parsing-amount-sum": [f"<write_file>\nfile_path: parser.py\ncontent: |\n{write}</write_file>"
-                                        "<finish>\nmessage: done\n</finish>"],
-        "debugging-off-by-one-loop-error": ["<finish>\nmessage: nothing to do\n</finish>"],
-    }))
-    overrides = ["policy=scripted", f"policy.script={script}", "attempts=2", "concurrency=2", "run.id=eval",
-                 f"run.output_root={tmp_path}", "task_ids=[csv-file-parsing-amount-sum,debugging-off-by-one-loop-error]"]
+    script.write_text(
+        json.dumps(
+            {
+                "csv-file-parsing-amount-sum": [
+                    f"<write_file>\nfile_path: parser.py\ncontent: |\n{write}</write_file>"
+                    "<finish>\nmessage: done\n</finish>"
+                ],
+                "debugging-off-by-one-loop-error": ["<finish>\nmessage: nothing to do\n</finish>"],
+            }
+        )
+    )
+    overrides = [
+        "policy=scripted",
+        f"policy.script={script}",
+        "attempts=2",
+        "concurrency=2",
+        "run.id=eval",
+        f"run.output_root={tmp_path}",
+        "task_ids=[csv-file-parsing-amount-sum,debugging-off-by-one-loop-error]",
+    ]
     first = evaluate(*overrides)
     assert first.returncode == 0, first.stderr[-3000:]
     results = tmp_path / "eval" / "eval" / "results.jsonl"
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted((r["task_id"], r["metadata"]["attempt"]) for r in lines) == [
-        ("csv-file-parsing-amount-sum", 0), ("csv-file-parsing-amount-sum", 1),
-        ("debugging-off-by-one-loop-error", 0), ("debugging-off-by-one-loop-error", 1)]
+        ("csv-file-parsing-amount-sum", 0),
+        ("csv-file-parsing-amount-sum", 1),
+        ("debugging-off-by-one-loop-error", 0),
+        ("debugging-off-by-one-loop-error", 1),
+    ]
     summary = json.loads((results.parent / "summary.json").read_text())
     assert summary["pass_rate"] == 0.5 and summary["pass_at_k"] == {"1": 0.5, "2": 0.5}
     assert summary["terminations"] == {"finished": 4}
@@ -55,8 +77,13 @@ def test_evaluate_writes_report_and_resumes(tmp_path):
 
 
 def test_oracle_mode_validates_a_task_set(tmp_path, harbor_fixture):
-    result = evaluate("policy=oracle", "task_set.format=harbor", f"task_set.path={harbor_fixture.parent}",
-                      "run.id=oracle", f"run.output_root={tmp_path}")
+    result = evaluate(
+        "policy=oracle",
+        "task_set.format=harbor",
+        f"task_set.path={harbor_fixture.parent}",
+        "run.id=oracle",
+        f"run.output_root={tmp_path}",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     [line] = (tmp_path / "oracle" / "eval" / "results.jsonl").read_text().splitlines()
     assert json.loads(line)["verification"]["score"] == 1.0

@@ -11,13 +11,16 @@ def turn(index, commands=(), exit_codes=(), parse_error=None, tool="bash"):
     return Turn(index, "", actions, results, "obs", parse_error, 0.0, 0.1)
 
 
-@pytest.mark.parametrize(("sequence", "expected"), [
-    (["ls", "ls", "ls"], True),
-    (["ls", "cat a", "ls", "cat a", "ls", "cat a"], True),
-    (["ls", "ls", "pwd", "ls"], False),
-    (["a", "b", "c", "a", "b", "c", "a", "b"], False),
-    ([], False),
-])
+@pytest.mark.parametrize(
+    ("sequence", "expected"),
+    [
+        (["ls", "ls", "ls"], True),
+        (["ls", "cat a", "ls", "cat a", "ls", "cat a"], True),
+        (["ls", "ls", "pwd", "ls"], False),
+        (["a", "b", "c", "a", "b", "c", "a", "b"], False),
+        ([], False),
+    ],
+)
 def test_loop_detection(sequence, expected):
     assert has_loop(sequence, repeats=3) is expected
 
@@ -28,12 +31,29 @@ def test_diversity_after_errors():
 
 
 def test_behaviour_metrics():
-    trajectory = Trajectory("t", "h", "xml_yaml.v1", "scripted", termination="max_turns", turns=[
-        turn(0, ["make"], [2]), turn(1, parse_error="bad"), turn(2, ["make"], [2]), turn(3, ["make"], [2]),
-    ])
+    trajectory = Trajectory(
+        "t",
+        "h",
+        "xml_yaml.v1",
+        "scripted",
+        termination="max_turns",
+        turns=[
+            turn(0, ["make"], [2]),
+            turn(1, parse_error="bad"),
+            turn(2, ["make"], [2]),
+            turn(3, ["make"], [2]),
+        ],
+    )
     metrics = behaviour_metrics(trajectory)
-    assert metrics == {"turns": 4, "loop": 1.0, "turn_exhaustion": 1.0, "parse_error_rate": 0.25, "commands": 3,
-                       "diversity_after_errors": 0.5, "tool/bash": 3.0}
+    assert metrics == {
+        "turns": 4,
+        "loop": 1.0,
+        "turn_exhaustion": 1.0,
+        "parse_error_rate": 0.25,
+        "commands": 3,
+        "diversity_after_errors": 0.5,
+        "tool/bash": 3.0,
+    }
 
 
 def test_pass_at_k_and_summary():
@@ -41,9 +61,16 @@ def test_pass_at_k_and_summary():
     assert pass_at_k(4, 1, 1) == pytest.approx(0.25) and pass_at_k(4, 1, 2) == pytest.approx(0.5)
 
     def done(task, score, termination="finished"):
-        return Trajectory(task, "h", "p", "x", termination=termination, duration_sec=2.0,
-                          verification=None if score is None else {"score": score},
-                          metadata={"cost_usd": 0.01, "behaviour": {"loop": 0.0}})
+        return Trajectory(
+            task,
+            "h",
+            "p",
+            "x",
+            termination=termination,
+            duration_sec=2.0,
+            verification=None if score is None else {"score": score},
+            metadata={"cost_usd": 0.01, "behaviour": {"loop": 0.0}},
+        )
 
     summary = summarize([done("a", 1.0), done("a", 0.5), done("b", 0.0), done("b", None, "sandbox_error")])
     assert summary["pass_rate"] == pytest.approx(1 / 3)

@@ -25,26 +25,51 @@ pytestmark = pytest.mark.docker
 
 
 def task(task_id: str, setup: str, test: str, solution: str) -> Task:
-    return Task(id=task_id, title=task_id, prompt="", difficulty=Difficulty.EASY, category="test", tags=(),
-                environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\nRUN {setup}\n"),
-                tests={"test_outputs.py": test}, verifier=VerifierKind.WEIGHTED_PYTEST, test_weights=None, files={},
-                limits=SMALL_LIMITS, source="test", solution=solution)
+    return Task(
+        id=task_id,
+        title=task_id,
+        prompt="",
+        difficulty=Difficulty.EASY,
+        category="test",
+        tags=(),
+        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\nRUN {setup}\n"),
+        tests={"test_outputs.py": test},
+        verifier=VerifierKind.WEIGHTED_PYTEST,
+        test_weights=None,
+        files={},
+        limits=SMALL_LIMITS,
+        source="test",
+        solution=solution,
+    )
 
 
-FIXTURE = task("sort-fixture", "printf 'b\\na\\n' > input.txt && sort input.txt > expected.txt",
-               "def test_sorted():\n    assert open('/app/out.txt').read() == open('/app/expected.txt').read()\n",
-               "sort /app/input.txt > /app/out.txt")
-CONFIG = task("config-fix", "printf 'debug = true\\n' > app.conf",
-              "def test_debug_off():\n    assert open('/app/app.conf').read() == 'debug = false\\n'\n",
-              "sed -i 's/debug = true/debug = false/' /app/app.conf")
-EPISODES = {FIXTURE.id: {"honest": [FIXTURE.solution],
-                         "forged": ["echo forged > /app/expected.txt && echo forged > /app/out.txt"]},
-            CONFIG.id: {"honest": ["printf 'debug = false\\n' > /app/app.conf"]}}
+FIXTURE = task(
+    "sort-fixture",
+    "printf 'b\\na\\n' > input.txt && sort input.txt > expected.txt",
+    "def test_sorted():\n    assert open('/app/out.txt').read() == open('/app/expected.txt').read()\n",
+    "sort /app/input.txt > /app/out.txt",
+)
+CONFIG = task(
+    "config-fix",
+    "printf 'debug = true\\n' > app.conf",
+    "def test_debug_off():\n    assert open('/app/app.conf').read() == 'debug = false\\n'\n",
+    "sed -i 's/debug = true/debug = false/' /app/app.conf",
+)
+EPISODES = {
+    FIXTURE.id: {
+        "honest": [FIXTURE.solution],
+        "forged": ["echo forged > /app/expected.txt && echo forged > /app/out.txt"],
+    },
+    CONFIG.id: {"honest": ["printf 'debug = false\\n' > /app/app.conf"]},
+}
 
 
 def test_the_guard_pays_honest_work_and_not_forged_fixtures(sandbox_config, run_context, tmp_path):
-    twins = [t for original in (FIXTURE, CONFIG)
-             for t in (original, *load_harbor(export_harbor(original, tmp_path / "harbor"), original.limits).tasks)]
+    twins = [
+        t
+        for original in (FIXTURE, CONFIG)
+        for t in (original, *load_harbor(export_harbor(original, tmp_path / "harbor"), original.limits).tasks)
+    ]
 
     async def main():
         verifications = {}
@@ -64,7 +89,10 @@ def test_the_guard_pays_honest_work_and_not_forged_fixtures(sandbox_config, run_
 
     verifications, stored = asyncio.run(main())
     assert "/app/out.txt" in stored[0] and "/app/expected.txt" not in stored[0], "measured once, then read back"
-    assert "/app/app.conf" in stored[2] and stored[0] == verifications[FIXTURE.verifier, FIXTURE.id, "honest"]["reference_changes"]
+    assert (
+        "/app/app.conf" in stored[2]
+        and stored[0] == verifications[FIXTURE.verifier, FIXTURE.id, "honest"]["reference_changes"]
+    )
 
     def rewards(guard, verification):
         trajectory = Trajectory("t", "h", "p", "x", termination="finished", verification=verification)

@@ -11,17 +11,31 @@ from tests.fake_llm_server import FakeLLMServer, Fault
 
 pytestmark = pytest.mark.docker
 
-SOLVE = ["<bash>\ncmd: 'cd /app && sed -i \"s/range(len(my_list) - 1)/range(len(my_list))/\" summarize.py'\n</bash>",
-         "<finish>\nmessage: fixed\n</finish>"]
+SOLVE = [
+    "<bash>\ncmd: 'cd /app && sed -i \"s/range(len(my_list) - 1)/range(len(my_list))/\" summarize.py'\n</bash>",
+    "<finish>\nmessage: fixed\n</finish>",
+]
 
 
 def litellm_policy(server, timeout_sec=30.0):
-    return LiteLLMPolicy(LiteLLMConfig(model="openai/test-model", base_url=server.base_url, api_key_env="",
-                                       temperature=0.0, max_retries=0, timeout_sec=timeout_sec, concurrency=2))
+    return LiteLLMPolicy(
+        LiteLLMConfig(
+            model="openai/test-model",
+            base_url=server.base_url,
+            api_key_env="",
+            temperature=0.0,
+            max_retries=0,
+            timeout_sec=timeout_sec,
+            concurrency=2,
+        )
+    )
 
 
 def no_containers_left(run_context):
-    return docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}={run_context.run_id}"]}) == []
+    return (
+        docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}={run_context.run_id}"]})
+        == []
+    )
 
 
 def test_litellm_policy_solves_a_task(tasks, episode, run_context):
@@ -37,10 +51,13 @@ def test_litellm_policy_solves_a_task(tasks, episode, run_context):
     assert no_containers_left(run_context)
 
 
-@pytest.mark.parametrize(("fault", "timeout_sec", "detail"), [
-    (Fault(500), 30.0, "InternalServerError"),
-    (Fault(200, delay_sec=5), 1.0, "Timeout"),
-])
+@pytest.mark.parametrize(
+    ("fault", "timeout_sec", "detail"),
+    [
+        (Fault(500), 30.0, "InternalServerError"),
+        (Fault(200, delay_sec=5), 1.0, "Timeout"),
+    ],
+)
 def test_server_error_or_timeout_mid_episode_ends_cleanly(tasks, episode, run_context, fault, timeout_sec, detail):
     with FakeLLMServer([SOLVE[0], fault]) as server:
         trajectory = episode(tasks["debugging-off-by-one-loop-error"], "xml_yaml", litellm_policy(server, timeout_sec))
@@ -52,9 +69,20 @@ def test_server_error_or_timeout_mid_episode_ends_cleanly(tasks, episode, run_co
 
 
 def token_policy(server, max_retries=0):
-    return TokenPolicy(TokenPolicyConfig(base_url=server.base_url, model="policy", tokenizer=str(bundled_qwen3_tokenizer_dir()),
-                                         enable_thinking=True, temperature=1.0, top_p=1.0, top_k=0,
-                                         max_retries=max_retries, timeout_sec=30, concurrency=1))
+    return TokenPolicy(
+        TokenPolicyConfig(
+            base_url=server.base_url,
+            model="policy",
+            tokenizer=str(bundled_qwen3_tokenizer_dir()),
+            enable_thinking=True,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            max_retries=max_retries,
+            timeout_sec=30,
+            concurrency=1,
+        )
+    )
 
 
 def test_token_policy_speaks_vllms_completions_schema(tasks, episode):

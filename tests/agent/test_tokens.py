@@ -9,27 +9,42 @@ applied to both sides). Nothing here compares two of our own code paths."""
 import asyncio
 
 import pytest
-
 from litellm.litellm_core_utils.prompt_templates.reasoning_utils import parse_content_for_reasoning
 
 from terminal_rl.agent.actions import ActionResult
 from terminal_rl.agent.policies.base import ContextExhausted
 from terminal_rl.agent.policies.token_session import Generation, TokenSession
 from terminal_rl.agent.protocols import make_protocol
-from terminal_rl.agent.tokens import ChatTokenizer, SequenceLimits, bundled_qwen3_tokenizer_dir, drop_earlier_reasoning, load_tokenizer
+from terminal_rl.agent.tokens import (
+    ChatTokenizer,
+    SequenceLimits,
+    bundled_qwen3_tokenizer_dir,
+    drop_earlier_reasoning,
+    load_tokenizer,
+)
 
 PROTOCOLS = ["xml_yaml", "bash_only", "terminus_json"]
 LONG = "".join(f"line {n}: {'x' * 60}\n" for n in range(600))  # ~40k characters
 NON_ASCII = "héllo wörld ✓ 日本語 — 🚀 naïve café\n"
 TURNS = {
-    "xml_yaml": ["<bash>\ncmd: ls\n</bash>", "<think>\nThe file is long; read it.\n</think>\n\n<bash>\ncmd: cat /app/a.txt\n</bash>",
-                 "<bash>\ncmd: 'echo ok'\n</bash>", "<finish>\nmessage: done\n</finish>"],
-    "bash_only": ["<command>ls</command>", "<think>\nnow read it\n</think>\n\n<command>cat a.txt</command>",
-                  "<command>echo ok</command>", "<done/>"],
-    "terminus_json": ['{"analysis": "start", "plan": "look", "commands": [{"keystrokes": "ls\\n"}]}',
-                      '<think>\nread\n</think>\n\n{"analysis": "a", "plan": "cat", "commands": [{"keystrokes": "cat a\\n"}]}',
-                      '{"analysis": "b", "plan": "c", "commands": [{"keystrokes": "echo ok\\n"}]}',
-                      '{"analysis": "done", "plan": "", "commands": [], "task_complete": true}'],
+    "xml_yaml": [
+        "<bash>\ncmd: ls\n</bash>",
+        "<think>\nThe file is long; read it.\n</think>\n\n<bash>\ncmd: cat /app/a.txt\n</bash>",
+        "<bash>\ncmd: 'echo ok'\n</bash>",
+        "<finish>\nmessage: done\n</finish>",
+    ],
+    "bash_only": [
+        "<command>ls</command>",
+        "<think>\nnow read it\n</think>\n\n<command>cat a.txt</command>",
+        "<command>echo ok</command>",
+        "<done/>",
+    ],
+    "terminus_json": [
+        '{"analysis": "start", "plan": "look", "commands": [{"keystrokes": "ls\\n"}]}',
+        '<think>\nread\n</think>\n\n{"analysis": "a", "plan": "cat", "commands": [{"keystrokes": "cat a\\n"}]}',
+        '{"analysis": "b", "plan": "c", "commands": [{"keystrokes": "echo ok\\n"}]}',
+        '{"analysis": "done", "plan": "", "commands": [], "task_complete": true}',
+    ],
 }
 OUTPUTS = ["a.txt\nb.txt\n", LONG, NON_ASCII]
 
@@ -77,8 +92,9 @@ def scripted_episode(tokenizer, protocol, thinking, history, multi):
 
 
 def template(tokenizer, messages, thinking):
-    return tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, enable_thinking=thinking,
-                                         return_dict=False)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=True, enable_thinking=thinking, return_dict=False
+    )
 
 
 @pytest.mark.parametrize("multi", [False, True], ids=["one-message", "multi-message"])
@@ -93,8 +109,9 @@ def test_append_stream_is_the_template_up_to_dropped_reasoning(tokenizer, protoc
     assert prompts[-1][0] != template(tokenizer, prompts[-1][1], thinking)
     sample = session.history.samples[0]
     model_tokens = [t for t, m in zip(sample.response_ids, sample.response_mask) if m]
-    assert model_tokens == [t for text in TURNS[protocol] for t in tokenizer.encode(text, add_special_tokens=False)
-                            + [chat.eos_id]], "the loss mask covers exactly the model's own tokens"
+    assert model_tokens == [
+        t for text in TURNS[protocol] for t in tokenizer.encode(text, add_special_tokens=False) + [chat.eos_id]
+    ], "the loss mask covers exactly the model's own tokens"
 
 
 @pytest.mark.parametrize("thinking", [True, False], ids=["thinking", "no-thinking"])
@@ -122,7 +139,8 @@ def test_drop_earlier_reasoning_states_the_rewrite(tokenizer):
     closed = encode("<|im_start|>user\nq<|im_end|>\n" + turn + "\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert tokenizer.decode(drop_earlier_reasoning(closed, chat)) == (
         "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<bash>x</bash><|im_end|>\n"
-        "<|im_start|>assistant\n<think>\n\n</think>\n\n"), "completed turns lose their reasoning, the open one not"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    ), "completed turns lose their reasoning, the open one not"
     plain = encode("<|im_start|>assistant\n<bash>x</bash><|im_end|>")
     assert drop_earlier_reasoning(plain, chat) == plain
 
@@ -145,7 +163,9 @@ def test_turn_cut_by_the_token_cap_is_closed_and_logprobs_stay_honest(tokenizer)
 def test_context_budget_ends_the_episode(tokenizer):
     chat = ChatTokenizer(tokenizer, enable_thinking=True)
     reply = tokenizer.encode("<bash>\ncmd: ls\n</bash>", add_special_tokens=False) + [chat.eos_id]
-    session = TokenSession(chat, "append", lambda ids, n: _done(Generation(reply)), SequenceLimits(None, len(reply) + 5))
+    session = TokenSession(
+        chat, "append", lambda ids, n: _done(Generation(reply)), SequenceLimits(None, len(reply) + 5)
+    )
     messages = [{"role": "user", "content": "go"}]
     asyncio.run(session.reply(messages, 100))
     messages += [{"role": "assistant", "content": "x"}, {"role": "user", "content": LONG}]

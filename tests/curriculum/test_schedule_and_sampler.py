@@ -2,8 +2,15 @@ import pytest
 
 from terminal_rl.config import CONF_DIR
 from terminal_rl.curriculum.sampler import TaskSampler
-from terminal_rl.curriculum.schedule import (DIFFICULTIES, CurriculumState, Gate, Schedule, Stage, judge_free_from,
-                                             schedule_from_config)
+from terminal_rl.curriculum.schedule import (
+    DIFFICULTIES,
+    CurriculumState,
+    Gate,
+    Schedule,
+    Stage,
+    judge_free_from,
+    schedule_from_config,
+)
 
 
 def preset(name, total_steps=200):
@@ -40,13 +47,25 @@ def test_a_schedule_that_never_drops_the_judge_has_no_judge_free_step():
     kept = Schedule([Stage("a", {"easy": 1}, {"easy": 0.5}, max_steps=3), Stage("b", {"hard": 1}, {"hard": 0.1})])
     assert judge_free_from(kept) is None
     with pytest.raises(ValueError, match="needs a fraction"):
-        schedule_from_config({"kind": "staged", "stages": [{"name": "a", "difficulty_weights": {"easy": 1}},
-                                                           {"name": "b", "difficulty_weights": {"hard": 1}}]}, 10)
+        schedule_from_config(
+            {
+                "kind": "staged",
+                "stages": [
+                    {"name": "a", "difficulty_weights": {"easy": 1}},
+                    {"name": "b", "difficulty_weights": {"hard": 1}},
+                ],
+            },
+            10,
+        )
 
 
 def test_performance_gate_advances_on_a_synthetic_metric_stream():
-    schedule = Schedule([Stage("a", {"easy": 1}, max_steps=100, min_steps=3, advance_at=Gate("test_score", 0.5, 3)),
-                         Stage("b", {"hard": 1})])
+    schedule = Schedule(
+        [
+            Stage("a", {"easy": 1}, max_steps=100, min_steps=3, advance_at=Gate("test_score", 0.5, 3)),
+            Stage("b", {"hard": 1}),
+        ]
+    )
     state = CurriculumState()
     stream = [0.1, 0.9, 0.9, 0.2, 0.6, 0.6, 0.6]  # windows of 3: .63 after step 3 -> advance
     stages = []
@@ -57,8 +76,9 @@ def test_performance_gate_advances_on_a_synthetic_metric_stream():
 
 
 def test_a_step_without_scores_counts_for_the_stage_length_not_for_the_gate():
-    schedule = Schedule([Stage("a", {"easy": 1}, max_steps=2, advance_at=Gate("test_score", 0.5, 1)),
-                         Stage("b", {"hard": 1})])
+    schedule = Schedule(
+        [Stage("a", {"easy": 1}, max_steps=2, advance_at=Gate("test_score", 0.5, 1)), Stage("b", {"hard": 1})]
+    )
     masked = schedule.advance(CurriculumState(), None, None)
     assert (masked.stage, masked.steps_in_stage, masked.recent) == (0, 1, ())
     assert schedule.advance(masked, None, None).stage == 1, "the stage still ends after its length"
@@ -79,7 +99,9 @@ def test_linear_and_none_presets():
     assert mixes[-1] == {"easy": 0.0, "medium": 0.0, "hard": 0.5, "extremely_hard": 0.5}
     assert [s.max_steps for s in linear.stages] == [40, 40, 40, 40, 0], "five equal parts of a 200-step run"
     assert not linear.anneals_judge and linear.reward_weights(2, "easy", {"tests": 0.65, "judge": 0.35}) == {
-        "tests": 0.65, "judge": 0.35}
+        "tests": 0.65,
+        "judge": 0.35,
+    }
     assert preset("none").difficulty_mix(CurriculumState()) == {}
 
 
@@ -132,7 +154,12 @@ def test_plot_cli_writes_a_png(tmp_path):
     from terminal_rl.config import PROJECT_ROOT
 
     out = tmp_path / "anneal.png"
-    result = subprocess.run([sys.executable, "-m", "terminal_rl.curriculum", "plot", "curriculum=judge_anneal",
-                             "--out", str(out)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "terminal_rl.curriculum", "plot", "curriculum=judge_anneal", "--out", str(out)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000

@@ -15,19 +15,47 @@ from terminal_rl.datasets.sources import Episode
 TURN = Turn(0, "<finish>\nmessage: x\n</finish>", [], [], None, None, 0.0, 0.0)
 
 
-def episode(task="t", score=1.0, policy="scripted", changes=None, reads=(), start_files_changed=(), step=-1,
-            group="g", reward=None, line=1, content_hash="h", run="run") -> Episode:
-    verification = {"score": score, "changes": changes or {}, "reads": list(reads),
-                    "start_files_changed": list(start_files_changed)}
-    trajectory = Trajectory(task, content_hash, "xml_yaml", policy, turns=[TURN], termination="finished",
-                            verification=verification)
-    return Episode(trajectory, run, "evaluation", step, group, score if reward is None else reward, {}, "train",
-                   line, "eval/results.jsonl")
+def episode(
+    task="t",
+    score=1.0,
+    policy="scripted",
+    changes=None,
+    reads=(),
+    start_files_changed=(),
+    step=-1,
+    group="g",
+    reward=None,
+    line=1,
+    content_hash="h",
+    run="run",
+) -> Episode:
+    verification = {
+        "score": score,
+        "changes": changes or {},
+        "reads": list(reads),
+        "start_files_changed": list(start_files_changed),
+    }
+    trajectory = Trajectory(
+        task, content_hash, "xml_yaml", policy, turns=[TURN], termination="finished", verification=verification
+    )
+    return Episode(
+        trajectory,
+        run,
+        "evaluation",
+        step,
+        group,
+        score if reward is None else reward,
+        {},
+        "train",
+        line,
+        "eval/results.jsonl",
+    )
 
 
 def test_rewriting_an_input_the_tests_read_is_forged_without_a_solution():
-    forged = episode(changes={"/app/data.csv": "modified", "/app/parser.py": "added"},
-                     reads=["/app/data.csv", "/app/parser.py"])
+    forged = episode(
+        changes={"/app/data.csv": "modified", "/app/parser.py": "added"}, reads=["/app/data.csv", "/app/parser.py"]
+    )
     flag = forged_fixture(forged, None)
     assert flag is not None and flag.files == ["/app/data.csv"] and "rewrote or deleted inputs" in flag.reason
     honest = episode(changes={"/app/parser.py": "added"}, reads=["/app/data.csv", "/app/parser.py"])
@@ -42,32 +70,62 @@ def test_rewriting_an_input_the_tests_read_is_forged_without_a_solution():
 
 def test_with_a_solution_only_changes_beyond_it_count():
     solution = {"/app/config.ini", "/app/out.txt"}
-    fix = episode(changes={"/app/config.ini": "modified", "/app/out.txt": "added"}, reads=["/app/config.ini", "/app/out.txt"])
+    fix = episode(
+        changes={"/app/config.ini": "modified", "/app/out.txt": "added"}, reads=["/app/config.ini", "/app/out.txt"]
+    )
     assert forged_fixture(fix, solution) is None, "the reference solution edits config.ini too: a fix, not a forgery"
-    extra = episode(changes={"/app/out.txt": "added", "/app/cache.json": "added"}, reads=["/app/out.txt", "/app/cache.json"])
+    extra = episode(
+        changes={"/app/out.txt": "added", "/app/cache.json": "added"}, reads=["/app/out.txt", "/app/cache.json"]
+    )
     flag = forged_fixture(extra, solution)
     assert flag.files == ["/app/cache.json"] and "reference solution does not change" in flag.reason
     oracle = episode(policy="oracle", changes={"/app/config.ini": "modified", "/app/out.txt": "added"})
-    flags = flag_forged([oracle, fix, extra, episode(task="t", content_hash="other", changes={"/app/out.txt": "added",
-                                                                                             "/app/cache.json": "added"},
-                                                     reads=["/app/cache.json"], line=9)])
-    assert [f.episode.trajectory.content_hash for f in flags] == ["h"], \
+    flags = flag_forged(
+        [
+            oracle,
+            fix,
+            extra,
+            episode(
+                task="t",
+                content_hash="other",
+                changes={"/app/out.txt": "added", "/app/cache.json": "added"},
+                reads=["/app/cache.json"],
+                line=9,
+            ),
+        ]
+    )
+    assert [f.episode.trajectory.content_hash for f in flags] == ["h"], (
         "a solution's changes apply to its own task version only; the other version has none, and adding is allowed"
+    )
 
 
 def test_sft_picks_the_latest_step_then_the_widest_group_then_the_reward():
     old = episode(step=1, group="a", reward=1.0, line=1)
-    new_narrow = [episode(step=3, group="b", reward=1.0, line=2), episode(step=3, group="b", score=0.9, reward=0.9, line=3)]
-    new_wide = [episode(step=3, group="c", reward=0.95, line=4), episode(step=3, group="c", score=0.0, reward=0.0, line=5)]
+    new_narrow = [
+        episode(step=3, group="b", reward=1.0, line=2),
+        episode(step=3, group="b", score=0.9, reward=0.9, line=3),
+    ]
+    new_wide = [
+        episode(step=3, group="c", reward=0.95, line=4),
+        episode(step=3, group="c", score=0.0, reward=0.0, line=5),
+    ]
     chosen = select_sft([old, *new_narrow, *new_wide], min_score=1.0)
     assert [e.line for e in chosen] == [4]
-    assert [e.line for e in select_sft([old, *new_narrow, *new_wide], 1.0, excluded={"run/eval/results.jsonl#4"})] == [2]
+    assert [e.line for e in select_sft([old, *new_narrow, *new_wide], 1.0, excluded={"run/eval/results.jsonl#4"})] == [
+        2
+    ]
     assert select_sft([episode(score=0.99)], min_score=1.0) == []
 
 
 def test_dpo_pairs_the_best_chosen_with_the_worst_rejected_within_a_task_and_step():
-    group = [episode(score=1.0, line=1), episode(score=0.92, line=2), episode(score=0.5, line=3),
-             episode(score=0.0, line=4), episode(score=0.2, line=5), episode(score=0.0, step=2, line=6)]
+    group = [
+        episode(score=1.0, line=1),
+        episode(score=0.92, line=2),
+        episode(score=0.5, line=3),
+        episode(score=0.0, line=4),
+        episode(score=0.2, line=5),
+        episode(score=0.0, step=2, line=6),
+    ]
     pairs = select_dpo(group, chosen_min=0.9, rejected_max=0.3, max_pairs=4)
     assert [(c.line, r.line) for c, r in pairs] == [(1, 4), (2, 5)]
     assert select_dpo(group, 0.9, 0.3, max_pairs=1, excluded={"run/eval/results.jsonl#1"})[0][0].line == 2
@@ -79,8 +137,10 @@ def test_dpo_pairs_the_best_chosen_with_the_worst_rejected_within_a_task_and_ste
 
 def test_step_scores_are_parsed_strictly_and_failing_episodes_get_a_divergence_step():
     text = '{"steps": [{"score": 5, "reason": "looked first"}, {"score": 2, "reason": "wrong file"}]}'
-    assert parse_step_scores(text, 2) == [{"step": 1, "score": 5, "reason": "looked first"},
-                                          {"step": 2, "score": 2, "reason": "wrong file"}]
+    assert parse_step_scores(text, 2) == [
+        {"step": 1, "score": 5, "reason": "looked first"},
+        {"step": 2, "score": 2, "reason": "wrong file"},
+    ]
     with pytest.raises(MalformedReply, match="exactly 3 entries"):
         parse_step_scores(text, 3)
     with pytest.raises(MalformedReply, match="step 1: 'score' must be an integer from 1 to 5"):

@@ -23,7 +23,11 @@ from tests.fake_llm_server import FakeLLMServer
 pytestmark = pytest.mark.docker
 
 CSV_TASK = "csv-file-parsing-amount-sum"
-WRITE_PARSER = "<write_file>\nfile_path: parser.py\ncontent: |\n" + "".join(f"  {l}\n" for l in PARSER.splitlines()) + "</write_file>"
+WRITE_PARSER = (
+    "<write_file>\nfile_path: parser.py\ncontent: |\n"
+    + "".join(f"  {line}\n" for line in PARSER.splitlines())
+    + "</write_file>"
+)
 FINISH = "<finish>\nmessage: done\n</finish>"
 # Attempts of the CSV task: honest, a forgery of the input the tests read (data.csv rewritten so
 # that any parser prints the expected 425), and one that does nothing.
@@ -35,8 +39,14 @@ COUNT_LINES = ["<bash>\ncmd: cat /app/data/*.txt | wc -l > /app/total.txt\n</bas
 
 def app(module, *args, timeout=900):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
-    result = subprocess.run([sys.executable, "-m", module, *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                            env={**env, "COLUMNS": "200"}, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "200"},
+        timeout=timeout,
+    )
     assert result.returncode == 0, f"{module} {args}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     return result
 
@@ -49,8 +59,15 @@ def demos(cpu_run, harbor_fixture, tmp_path_factory):
     script = tmp_path_factory.mktemp("scripts") / "script.json"
     script.write_text(json.dumps({CSV_TASK: [HONEST, FORGED, NOTHING], "count-lines": [COUNT_LINES]}))
     common = [f"run.output_root={root}", "concurrency=3"]
-    app("terminal_rl.evaluate", "policy=scripted", f"policy.script={script}", "attempts=3", f"task_ids=[{CSV_TASK}]",
-        "run.id=demos", *common)
+    app(
+        "terminal_rl.evaluate",
+        "policy=scripted",
+        f"policy.script={script}",
+        "attempts=3",
+        f"task_ids=[{CSV_TASK}]",
+        "run.id=demos",
+        *common,
+    )
     harbor = ["task_set.format=harbor", f"task_set.path={harbor_fixture.parent}"]
     app("terminal_rl.evaluate", "policy=scripted", f"policy.script={script}", *harbor, "run.id=demos", *common)
     app("terminal_rl.evaluate", "policy=oracle", *harbor, "run.id=oracle", *common)
@@ -61,17 +78,31 @@ def step_scores(body):
     """A step-rubric judge: 1 for every step of an episode that rewrote the input, 4 otherwise."""
     trajectory = next(m["content"] for m in body["messages"] if m["role"] == "user")
     score = 1 if "printf" in trajectory else 4
-    return json.dumps({"steps": [{"step": i + 1, "score": score, "reason": "scripted"}
-                                 for i in range(trajectory.count("\n### Turn "))]})
+    return json.dumps(
+        {
+            "steps": [
+                {"step": i + 1, "score": score, "reason": "scripted"} for i in range(trajectory.count("\n### Turn "))
+            ]
+        }
+    )
 
 
 @pytest.fixture(scope="module")
 def datasets(demos, cpu_run):
     model = cpu_run["dir"].parent / "models" / "tiny-qwen3"
     with FakeLLMServer(step_scores) as judge:
-        result = app("terminal_rl.datasets", "build", "runs=[demos,oracle,ci]", f"run.output_root={demos}",
-                     "run.id=demos", f"tokenizer={model}", "prm.enabled=true", "judge.model=openai/test-judge",
-                     f"judge.base_url={judge.base_url}", "judge.api_key_env=")
+        result = app(
+            "terminal_rl.datasets",
+            "build",
+            "runs=[demos,oracle,ci]",
+            f"run.output_root={demos}",
+            "run.id=demos",
+            f"tokenizer={model}",
+            "prm.enabled=true",
+            "judge.model=openai/test-judge",
+            f"judge.base_url={judge.base_url}",
+            "judge.api_key_env=",
+        )
     return demos / "demos" / "datasets", result
 
 
@@ -104,8 +135,16 @@ def test_rollout_records_carry_the_ids_the_agent_loop_trained(cpu_run, datasets,
     stream the agent loop returned to verl for it."""
     out, _ = datasets
     model = cpu_run["dir"].parent / "models" / "tiny-qwen3"
-    app("terminal_rl.datasets", "build", "runs=[ci]", f"run.output_root={cpu_run['dir'].parent}", "run.id=ci",
-        f"tokenizer={model}", "sft.min_score=0", f"output_dir={tmp_path}")
+    app(
+        "terminal_rl.datasets",
+        "build",
+        "runs=[ci]",
+        f"run.output_root={cpu_run['dir'].parent}",
+        "run.id=ci",
+        f"tokenizer={model}",
+        "sft.min_score=0",
+        f"output_dir={tmp_path}",
+    )
     records = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
     assert {r["task_id"] for r in records} <= set(SMOKE_TASKS) and records
     logs = {}
@@ -120,8 +159,13 @@ def test_rollout_records_carry_the_ids_the_agent_loop_trained(cpu_run, datasets,
 
 @pytest.fixture(scope="module")
 def sft(datasets, demos):
-    result = app("terminal_rl.sft", "run.id=demos", f"run.output_root={demos}", "verl.data.train_batch_size=2",
-                 "verl.trainer.total_epochs=4")
+    result = app(
+        "terminal_rl.sft",
+        "run.id=demos",
+        f"run.output_root={demos}",
+        "verl.data.train_batch_size=2",
+        "verl.trainer.total_epochs=4",
+    )
     return demos / "demos" / "sft", result
 
 
@@ -142,8 +186,15 @@ def test_sft_through_verl_lowers_the_loss_and_saves_a_hugging_face_model(sft):
 def lora_sft(datasets, demos):
     """SFT of the same records with LoRA (rank 8), in a run of its own."""
     records = demos / "demos" / "datasets" / "sft.parquet"
-    app("terminal_rl.sft", "run.id=lora", f"run.output_root={demos}", f"verl.data.train_files=[{records}]",
-        "model.lora.rank=8", "verl.data.train_batch_size=2", "verl.trainer.total_epochs=2")
+    app(
+        "terminal_rl.sft",
+        "run.id=lora",
+        f"run.output_root={demos}",
+        f"verl.data.train_files=[{records}]",
+        "model.lora.rank=8",
+        "verl.data.train_batch_size=2",
+        "verl.trainer.total_epochs=2",
+    )
     return demos / "lora" / "sft"
 
 
@@ -158,8 +209,9 @@ def test_a_lora_sft_model_is_merged_into_plain_weights_as_peft_computes_them(lor
     assert not any(info.values()), f"every weight loads under its Hugging Face name: {info}"
     # The base LoRA trained on (frozen: the tiny model, in the bf16 verl saves), with the adapter applied
     # by peft itself, un-merged.
-    base = AutoModelForCausalLM.from_pretrained(cpu_run["dir"].parent / "models" / "tiny-qwen3",
-                                                torch_dtype=torch.bfloat16).float()
+    base = AutoModelForCausalLM.from_pretrained(
+        cpu_run["dir"].parent / "models" / "tiny-qwen3", torch_dtype=torch.bfloat16
+    ).float()
     with safe_open(str(model_dir / "lora_adapter" / "adapter_model.safetensors"), "pt") as adapter:
         assert any(adapter.get_tensor(k).abs().sum() > 0 for k in adapter.keys() if "lora_B" in k), "B trained"
     reference = PeftModel.from_pretrained(base, model_dir / "lora_adapter")
@@ -168,8 +220,10 @@ def test_a_lora_sft_model_is_merged_into_plain_weights_as_peft_computes_them(lor
         expected, got = reference(ids).logits, merged(ids).logits
     assert (got - expected).abs().max() <= 2e-2 * expected.abs().max(), "equal up to bf16 rounding of the merge"
     unmerged = AutoModelForCausalLM.from_pretrained(cpu_run["dir"].parent / "models" / "tiny-qwen3")
-    assert not torch.equal(merged.model.layers[0].self_attn.q_proj.weight,
-                           unmerged.model.layers[0].self_attn.q_proj.weight.bfloat16().float()), "the adapter is in the weights"
+    assert not torch.equal(
+        merged.model.layers[0].self_attn.q_proj.weight,
+        unmerged.model.layers[0].self_attn.q_proj.weight.bfloat16().float(),
+    ), "the adapter is in the weights"
 
 
 def test_export_writes_the_sft_checkpoint_merged(lora_sft):
@@ -185,10 +239,23 @@ def test_export_writes_the_sft_checkpoint_merged(lora_sft):
 
 def test_the_sft_model_is_evaluated_through_the_cpu_server(sft, demos):
     out, _ = sft
-    result = app("terminal_rl.evaluate", "policy=token", "serve=hf", f"serve.model={out / 'model'}",
-                 "policy.temperature=0", "policy.enable_thinking=false", "task_set=tbrl_smoke", f"task_ids=[{CSV_TASK}]",
-                 "agent.max_turns=2", "agent.max_tokens_per_turn=24", "run.id=eval_sft", f"run.output_root={demos}")
-    [trajectory] = [json.loads(line) for line in (demos / "eval_sft" / "eval" / "results.jsonl").read_text().splitlines()]
+    result = app(
+        "terminal_rl.evaluate",
+        "policy=token",
+        "serve=hf",
+        f"serve.model={out / 'model'}",
+        "policy.temperature=0",
+        "policy.enable_thinking=false",
+        "task_set=tbrl_smoke",
+        f"task_ids=[{CSV_TASK}]",
+        "agent.max_turns=2",
+        "agent.max_tokens_per_turn=24",
+        "run.id=eval_sft",
+        f"run.output_root={demos}",
+    )
+    [trajectory] = [
+        json.loads(line) for line in (demos / "eval_sft" / "eval" / "results.jsonl").read_text().splitlines()
+    ]
     assert trajectory["policy"] == "token:policy" and trajectory["turns"], trajectory["termination_detail"]
     assert trajectory["termination"] in ("max_turns", "parse_errors", "finished"), trajectory["termination_detail"]
     assert all(turn["completion_tokens"] for turn in trajectory["turns"]), "the model wrote every turn"

@@ -24,15 +24,19 @@ def tokenizer():
 
 
 def template(tokenizer, messages):
-    return tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, enable_thinking=True,
-                                         return_dict=False)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=True, enable_thinking=True, return_dict=False
+    )
 
 
 def test_per_turn_samples_are_the_chat_templates_rendering(tokenizer):
     records, rejected = convert(TRACES, ChatTokenizer(tokenizer, True), "per_turn")
     assert [r["episode_id"] for r in rejected] == ["traces.jsonl#3"] and "assistant turn 1:" in rejected[0]["reason"]
-    assert [(r["task_id"], r["sample"]) for r in records] == [("count-notes-lines", 0), ("count-notes-lines", 1),
-                                                              ("make-ready-file", 0)]
+    assert [(r["task_id"], r["sample"]) for r in records] == [
+        ("count-notes-lines", 0),
+        ("count-notes-lines", 1),
+        ("make-ready-file", 0),
+    ]
     for record in records:
         messages = record["messages"]
         turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
@@ -55,9 +59,22 @@ def test_append_trains_each_trace_once_on_its_model_turns(tokenizer):
 
 
 def test_the_convert_command_writes_the_dataset_and_the_rejected_traces(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "terminal_rl.datasets", "convert", f"convert.input={TRACES}",
-                             f"tokenizer={bundled_qwen3_tokenizer_dir()}", f"output_dir={tmp_path}", "agent=terminus_json"],
-                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terminal_rl.datasets",
+            "convert",
+            f"convert.input={TRACES}",
+            f"tokenizer={bundled_qwen3_tokenizer_dir()}",
+            f"output_dir={tmp_path}",
+            "agent=terminus_json",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "3 traces -> 2 SFT records (2 traces); 1 rejected" in result.stdout
     assert (tmp_path / "sft.parquet").is_file() and "terminus_json" in (tmp_path / "sft.md").read_text()

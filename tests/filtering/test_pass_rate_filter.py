@@ -11,8 +11,11 @@ from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.filtering.pass_rate import decide
 from tests.agent.test_episodes import PARSER
 
-SOLVE = ["<write_file>\nfile_path: /app/parser.py\ncontent: |\n" + "".join(f"  {l}\n" for l in PARSER.splitlines())
-         + "</write_file>\n<finish>\nmessage: done\n</finish>"]
+SOLVE = [
+    "<write_file>\nfile_path: /app/parser.py\ncontent: |\n"
+    + "".join(f"  {line}\n" for line in PARSER.splitlines())
+    + "</write_file>\n<finish>\nmessage: done\n</finish>"
+]
 GIVE_UP = ["<finish>\nmessage: no idea\n</finish>"]
 
 
@@ -26,11 +29,23 @@ def test_decisions():
 @pytest.mark.docker
 def test_filter_end_to_end_with_cache(tmp_path):
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"csv-file-parsing-amount-sum": [SOLVE, GIVE_UP],
-                                  "debugging-off-by-one-loop-error": [GIVE_UP]}))
-    command = [sys.executable, "-m", "terminal_rl.filter", "policy=scripted", f"policy.script={script}",
-               "task_set=tbrl_smoke", "split=all", "concurrency=1", "data_filter.attempts=2", "run.id=filter",
-               f"run.output_root={tmp_path}", "task_ids=[csv-file-parsing-amount-sum,debugging-off-by-one-loop-error]"]
+    script.write_text(
+        json.dumps({"csv-file-parsing-amount-sum": [SOLVE, GIVE_UP], "debugging-off-by-one-loop-error": [GIVE_UP]})
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "terminal_rl.filter",
+        "policy=scripted",
+        f"policy.script={script}",
+        "task_set=tbrl_smoke",
+        "split=all",
+        "concurrency=1",
+        "data_filter.attempts=2",
+        "run.id=filter",
+        f"run.output_root={tmp_path}",
+        "task_ids=[csv-file-parsing-amount-sum,debugging-off-by-one-loop-error]",
+    ]
     env = {**os.environ, "COLUMNS": "200"}
     first = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]

@@ -28,18 +28,33 @@ NOTES = "one two three\\nfour five\\n"
 
 
 def description(instruction, files):
-    return json.dumps({"title": instruction[:30], "instruction": instruction, "ground_truth": {
-        "files": files, "paths": sorted(files), "expected_final_state": "the output file holds the answer"}})
+    return json.dumps(
+        {
+            "title": instruction[:30],
+            "instruction": instruction,
+            "ground_truth": {
+                "files": files,
+                "paths": sorted(files),
+                "expected_final_state": "the output file holds the answer",
+            },
+        }
+    )
 
 
 def environment(setup):
-    return json.dumps({"dockerfile": f"FROM {BASE}\nRUN mkdir -p /app && {setup}\n", "initial_tests": (
-        "import os\n\ndef test_input_present():\n    assert os.path.isfile('/app/input.txt')\n")})
+    return json.dumps(
+        {
+            "dockerfile": f"FROM {BASE}\nRUN mkdir -p /app && {setup}\n",
+            "initial_tests": ("import os\n\ndef test_input_present():\n    assert os.path.isfile('/app/input.txt')\n"),
+        }
+    )
 
 
 def completion(output, expected, solution, extra_test=""):
-    tests = (f"import os\n\ndef test_output_exists():\n    assert os.path.isfile('{output}')\n\n"
-             f"def test_output_correct():\n    assert open('{output}').read().split() == {expected!r}\n" + extra_test)
+    tests = (
+        f"import os\n\ndef test_output_exists():\n    assert os.path.isfile('{output}')\n\n"
+        f"def test_output_correct():\n    assert open('{output}').read().split() == {expected!r}\n" + extra_test
+    )
     weights = {"test_output_exists": 0.3, "test_output_correct": 0.7}
     if extra_test:
         weights = {"test_output_exists": 0.2, "test_output_correct": 0.6, "test_input_kept": 0.2}
@@ -52,26 +67,49 @@ UPPER = "Write the content of /app/input.txt in upper case to /app/upper.txt, ke
 REVERSE = "Write the lines of /app/input.txt in reverse order to /app/reversed.txt."
 SCRIPT = {
     # Accepted at once.
-    "gen-s0-00000": (description(COUNT, {"/app/input.txt": "one two three"}), [environment(f"printf '{NOTES}' > /app/input.txt")],
-                     [completion("/app/count.txt", ["5"], "wc -w < /app/input.txt > /app/count.txt\n")]),
+    "gen-s0-00000": (
+        description(COUNT, {"/app/input.txt": "one two three"}),
+        [environment(f"printf '{NOTES}' > /app/input.txt")],
+        [completion("/app/count.txt", ["5"], "wc -w < /app/input.txt > /app/count.txt\n")],
+    ),
     # The Dockerfile fails to build twice; the second repair (round 2) builds and passes.
-    "gen-s0-00001": (description(SORT, {"/app/input.txt": "b\na\n"}),
-                     [environment("no-such-command --build"), environment("exit 7"),
-                      environment("printf 'pear\\napple\\nfig\\n' > /app/input.txt")],
-                     [completion("/app/sorted.txt", ["apple", "fig", "pear"], "sort /app/input.txt > /app/sorted.txt\n")]),
+    "gen-s0-00001": (
+        description(SORT, {"/app/input.txt": "b\na\n"}),
+        [
+            environment("no-such-command --build"),
+            environment("exit 7"),
+            environment("printf 'pear\\napple\\nfig\\n' > /app/input.txt"),
+        ],
+        [completion("/app/sorted.txt", ["apple", "fig", "pear"], "sort /app/input.txt > /app/sorted.txt\n")],
+    ),
     # A completion test passes in the initial state, every round: dropped.
-    "gen-s0-00002": (description(UPPER, {"/app/input.txt": "abc"}), [environment("echo abc > /app/input.txt")],
-                     [completion("/app/upper.txt", ["ABC"], "tr a-z A-Z < /app/input.txt > /app/upper.txt\n",
-                                 "\ndef test_input_kept():\n    assert os.path.isfile('/app/input.txt')\n")]),
+    "gen-s0-00002": (
+        description(UPPER, {"/app/input.txt": "abc"}),
+        [environment("echo abc > /app/input.txt")],
+        [
+            completion(
+                "/app/upper.txt",
+                ["ABC"],
+                "tr a-z A-Z < /app/input.txt > /app/upper.txt\n",
+                "\ndef test_input_kept():\n    assert os.path.isfile('/app/input.txt')\n",
+            )
+        ],
+    ),
     # A sound task the policy never solves: dropped by the solve filter.
-    "gen-s0-00003": (description(REVERSE, {"/app/input.txt": "x\ny\n"}), [environment("printf 'x\\ny\\n' > /app/input.txt")],
-                     [completion("/app/reversed.txt", ["y", "x"], "tac /app/input.txt > /app/reversed.txt\n")]),
+    "gen-s0-00003": (
+        description(REVERSE, {"/app/input.txt": "x\ny\n"}),
+        [environment("printf 'x\\ny\\n' > /app/input.txt")],
+        [completion("/app/reversed.txt", ["y", "x"], "tac /app/input.txt > /app/reversed.txt\n")],
+    ),
     # Not JSON, and not after the correction request either.
     "gen-s0-00004": ("Sure! Here is a task: count files.", [], []),
     # Nearly the first candidate's instruction.
     "gen-s0-00005": (description(COUNT + " Please.", {"/app/input.txt": "a"}), [], []),
 }
-SOLUTIONS = {"gen-s0-00000": "wc -w < /app/input.txt > /app/count.txt", "gen-s0-00001": "sort /app/input.txt > /app/sorted.txt"}
+SOLUTIONS = {
+    "gen-s0-00000": "wc -w < /app/input.txt > /app/count.txt",
+    "gen-s0-00001": "sort /app/input.txt > /app/sorted.txt",
+}
 
 
 def scripted_generator(body):
@@ -88,19 +126,45 @@ def scripted_generator(body):
 
 def generate(root, server, script):
     return subprocess.run(
-        [sys.executable, "-m", "terminal_rl.generate", "source=llm", "run.id=gen", f"run.output_root={root}",
-         "generator.candidates=6", "generator.repair_rounds=2", "generator.solve_attempts=2",
-         "generator.solve_concurrency=2", "generator.concurrency=3", "generator.llm.model=openai/generator",
-         f"generator.llm.base_url={server.base_url}", "generator.llm.api_key_env=", "policy=scripted",
-         f"policy.script={script}"],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "terminal_rl.generate",
+            "source=llm",
+            "run.id=gen",
+            f"run.output_root={root}",
+            "generator.candidates=6",
+            "generator.repair_rounds=2",
+            "generator.solve_attempts=2",
+            "generator.solve_concurrency=2",
+            "generator.concurrency=3",
+            "generator.llm.model=openai/generator",
+            f"generator.llm.base_url={server.base_url}",
+            "generator.llm.api_key_env=",
+            "policy=scripted",
+            f"policy.script={script}",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=900,
+    )
 
 
 def test_generation_funnel_end_to_end(tmp_path, sandbox_config, run_context):
     script = tmp_path / "solver.json"
-    script.write_text(json.dumps({
-        **{task: [f"<bash>\ncmd: '{command}'\n</bash>\n<finish>\nmessage: done\n</finish>"] for task, command in SOLUTIONS.items()},
-        "gen-s0-00003": ["<finish>\nmessage: nothing to do\n</finish>"]}))
+    script.write_text(
+        json.dumps(
+            {
+                **{
+                    task: [f"<bash>\ncmd: '{command}'\n</bash>\n<finish>\nmessage: done\n</finish>"]
+                    for task, command in SOLUTIONS.items()
+                },
+                "gen-s0-00003": ["<finish>\nmessage: nothing to do\n</finish>"],
+            }
+        )
+    )
     assert all(f"Stage: {stage}." in prompt(stage) for stage in ("describe", "environment", "completion"))
     with FakeLLMServer(scripted_generator) as server:
         first = generate(tmp_path, server, script)
@@ -114,10 +178,12 @@ def test_generation_funnel_end_to_end(tmp_path, sandbox_config, run_context):
     report = json.loads((work / "report.json").read_text())
     assert report["accepted_tasks"] == ["gen-s0-00000", "gen-s0-00001"]
     drops = {d["candidate"]: (d["stage"], d["reason"]) for d in report["dropped"]}
-    assert drops == {"gen-s0-00002": ("completion", "completion tests never passed"),
-                     "gen-s0-00003": ("solve", "never solved"),
-                     "gen-s0-00004": ("describe", "malformed output"),
-                     "gen-s0-00005": ("dedup", "near-duplicate")}
+    assert drops == {
+        "gen-s0-00002": ("completion", "completion tests never passed"),
+        "gen-s0-00003": ("solve", "never solved"),
+        "gen-s0-00004": ("describe", "malformed output"),
+        "gen-s0-00005": ("dedup", "near-duplicate"),
+    }
     assert report["stages"]["describe"] == {"entered": 6, "passed": 5}
     assert report["stages"]["environment"] == {"entered": 4, "passed": 4}
     assert report["stages"]["gates"] == {"entered": 2, "passed": 2}
@@ -129,16 +195,23 @@ def test_generation_funnel_end_to_end(tmp_path, sandbox_config, run_context):
     conversation = json.loads((work / "conversations" / "gen-s0-00001.environment.json").read_text())
     assert "did not build" in conversation[3]["content"] and "no-such-command" in conversation[3]["content"]
     rejected = json.loads((work / "candidates" / "gen-s0-00002.json").read_text())
-    assert "already pass in the initial state" in rejected["drop"]["detail"] and "test_input_kept" in rejected["drop"]["detail"]
+    assert (
+        "already pass in the initial state" in rejected["drop"]["detail"]
+        and "test_input_kept" in rejected["drop"]["detail"]
+    )
     gates = json.loads((work / "candidates" / "gen-s0-00000.json").read_text())["gates"]
     assert gates["oracle"] == [1.0] * 3 and max(gates["noop"]) < 1 and len(gates["attacks"]) >= 9
     assert "generation funnel: 2 of 6 candidates accepted" in first.stdout, first.stdout[-3000:]
-    assert first.stdout.startswith(f"terminal_rl generate  run gen  ->  {tmp_path / 'gen'}\n  source      llm: 6 candidates")
+    assert first.stdout.startswith(
+        f"terminal_rl generate  run gen  ->  {tmp_path / 'gen'}\n  source      llm: 6 candidates"
+    )
 
     loaded = load_harbor(tmp_path / "gen" / "generated", SMALL_LIMITS)
     assert loaded.problems == [] and [t.id for t in loaded.tasks] == ["gen-s0-00000", "gen-s0-00001"]
     assert all(t.test_weights == {"test_output_exists": 0.3, "test_output_correct": 0.7} for t in loaded.tasks)
-    assert {t.metadata["solve_rate"] for t in loaded.tasks} == {"1.000"} and {t.difficulty.value for t in loaded.tasks} == {"easy"}
+    assert {t.metadata["solve_rate"] for t in loaded.tasks} == {"1.000"} and {
+        t.difficulty.value for t in loaded.tasks
+    } == {"easy"}
 
     async def oracle_and_noop():
         async with SandboxFactory(sandbox_config, run_context) as factory:

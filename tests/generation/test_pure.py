@@ -4,29 +4,40 @@ import json
 
 import pytest
 
+from terminal_rl.agent.policies.json_chat import MalformedReply
 from terminal_rl.generation.candidates import Candidate, draw_specs
 from terminal_rl.generation.dedup import NearDuplicates, jaccard, shingles
 from terminal_rl.generation.difficulty import difficulty_for
-from terminal_rl.agent.policies.json_chat import MalformedReply
 from terminal_rl.generation.drafts import parse_completion, parse_description, parse_environment
 from terminal_rl.generation.report import funnel
 
-DESCRIPTION = {"title": "t", "instruction": "do it", "ground_truth": {"files": {"/app/a": "x"}, "paths": ["/app/a"],
-                                                                    "expected_final_state": "done"}}
+DESCRIPTION = {
+    "title": "t",
+    "instruction": "do it",
+    "ground_truth": {"files": {"/app/a": "x"}, "paths": ["/app/a"], "expected_final_state": "done"},
+}
 
 
 def test_drafts_parse_bare_or_fenced_json_and_name_what_is_wrong():
     assert parse_description(json.dumps(DESCRIPTION)).instruction == "do it"
-    assert parse_environment('Here:\n```json\n{"dockerfile": "FROM x", "initial_tests": "def test_a(): pass"}\n```\n'
-                             ).dockerfile == "FROM x"
-    assert parse_completion(json.dumps({"tests": "t", "weights": {"test_a": 1}, "solution": "s"})).weights == {"test_a": 1.0}
+    assert (
+        parse_environment(
+            'Here:\n```json\n{"dockerfile": "FROM x", "initial_tests": "def test_a(): pass"}\n```\n'
+        ).dockerfile
+        == "FROM x"
+    )
+    assert parse_completion(json.dumps({"tests": "t", "weights": {"test_a": 1}, "solution": "s"})).weights == {
+        "test_a": 1.0
+    }
     cases = {
         "Sure! a task": "not JSON",
         "[1, 2]": "one JSON object, got list",
         json.dumps({**DESCRIPTION, "extra": 1}): "unexpected ['extra']",
         json.dumps({"title": "t", "instruction": "i"}): "missing ['ground_truth']",
         json.dumps({**DESCRIPTION, "instruction": "  "}): "'instruction' must be a non-empty str",
-        json.dumps({**DESCRIPTION, "ground_truth": {**DESCRIPTION["ground_truth"], "files": {"/a": 3}}}): "map paths to text",
+        json.dumps(
+            {**DESCRIPTION, "ground_truth": {**DESCRIPTION["ground_truth"], "files": {"/a": 3}}}
+        ): "map paths to text",
     }
     for text, message in cases.items():
         with pytest.raises(MalformedReply, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -49,7 +60,12 @@ def test_near_duplicates_by_shingle_jaccard():
 def test_difficulty_bands():
     bands = {"easy": 0.75, "medium": 0.4, "hard": 0.1}
     assert [difficulty_for(r, bands).value for r in (1.0, 0.75, 0.5, 0.1, 1 / 16)] == [
-        "easy", "easy", "medium", "hard", "extremely_hard"]
+        "easy",
+        "easy",
+        "medium",
+        "hard",
+        "extremely_hard",
+    ]
     with pytest.raises(ValueError, match="easy >= medium >= hard"):
         difficulty_for(0.5, {"easy": 0.1, "medium": 0.4, "hard": 0.5})
 
@@ -57,7 +73,11 @@ def test_difficulty_bands():
 def test_specs_are_seeded_and_the_funnel_counts_each_stage():
     specs = draw_specs(5, 7, ["a", "b"], ["x"], ["p", "q"])
     assert specs == draw_specs(5, 7, ["a", "b"], ["x"], ["p", "q"]) and len(specs) == 5
-    accepted, dropped, waiting = Candidate("c0", 0, specs[0]), Candidate("c1", 1, specs[1]), Candidate("c2", 2, specs[2])
+    accepted, dropped, waiting = (
+        Candidate("c0", 0, specs[0]),
+        Candidate("c1", 1, specs[1]),
+        Candidate("c2", 2, specs[2]),
+    )
     for stage in ("describe", "dedup", "environment", "completion", "solve", "gates", "write"):
         accepted.advance(stage)
     accepted.usage.update(requests=4, prompt_tokens=300, completion_tokens=100, cost_usd=0.02)

@@ -53,10 +53,19 @@ def compose_config(model_dir: Path, out_dir: Path):
 
     from terminal_rl.config import compose
 
-    cfg = compose("train", ["run.id=actor-sign", "hardware=cpu", "hardware.param_dtype=fp32", "model=tiny_learner",
-                            "model_hardware.micro_batch_per_gpu=2",
-                            f"run.output_root={out_dir}", f"model.path={model_dir}",
-                            f"actor_rollout_ref.actor.optim.lr={LR}"])
+    cfg = compose(
+        "train",
+        [
+            "run.id=actor-sign",
+            "hardware=cpu",
+            "hardware.param_dtype=fp32",
+            "model=tiny_learner",
+            "model_hardware.micro_batch_per_gpu=2",
+            f"run.output_root={out_dir}",
+            f"model.path={model_dir}",
+            f"actor_rollout_ref.actor.optim.lr={LR}",
+        ],
+    )
     OmegaConf.resolve(cfg)  # as the driver does before verl sees the config (driver.py train())
     return cfg
 
@@ -66,16 +75,27 @@ def rows(tokenizer, scenario: str) -> list[dict]:
     encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     prompt, good, bad, observation = encode(PROMPT), encode(GOOD), encode(BAD), encode(OBSERVATION)
     sign = -1.0 if scenario == "swapped" else 1.0
-    first = {"prompt": prompt, "response": good + observation, "mask": [1] * len(good) + [0] * len(observation),
-             "score": sign}
+    first = {
+        "prompt": prompt,
+        "response": good + observation,
+        "mask": [1] * len(good) + [0] * len(observation),
+        "score": sign,
+    }
     second = {"prompt": prompt, "response": bad, "mask": [1] * len(bad), "score": -sign}
     batch = [first, second]
     for row in batch:  # verl's GRPO: the trajectory's advantage on every loss token, 0 elsewhere
         row["advantage"] = [row["score"] * m for m in row["mask"]]
     if scenario in ("masked", "leak"):
         first["advantage"] = [a if m else HUGE for a, m in zip(first["advantage"], first["mask"])]
-        masked = [{"prompt": encode(MASKED_PROMPT), "response": encode(r), "mask": [0] * len(encode(r)),
-                   "advantage": [HUGE] * len(encode(r))} for r in MASKED_RESPONSES]
+        masked = [
+            {
+                "prompt": encode(MASKED_PROMPT),
+                "response": encode(r),
+                "mask": [0] * len(encode(r)),
+                "advantage": [HUGE] * len(encode(r)),
+            }
+            for r in MASKED_RESPONSES
+        ]
         batch = [first, masked[0], second, masked[1]]  # two micro-batches, a masked row in each
         if scenario == "leak":
             for row in batch:
@@ -96,14 +116,17 @@ def rollout_batch(batch: list[dict], temperature: float):
     from verl.utils import tensordict_utils as tu
 
     full = [row["prompt"] + row["response"] for row in batch]
-    data = TensorDict({
-        "prompts": nested([row["prompt"] for row in batch], torch.int64),
-        "responses": nested([row["response"] for row in batch], torch.int64),
-        "response_mask": nested([row["mask"] for row in batch], torch.int64),
-        "loss_mask": nested([row["mask"] for row in batch], torch.int64),
-        "input_ids": nested(full, torch.int64),
-        "position_ids": nested([list(range(len(ids))) for ids in full], torch.int64),
-    }, batch_size=[len(batch)])
+    data = TensorDict(
+        {
+            "prompts": nested([row["prompt"] for row in batch], torch.int64),
+            "responses": nested([row["response"] for row in batch], torch.int64),
+            "response_mask": nested([row["mask"] for row in batch], torch.int64),
+            "loss_mask": nested([row["mask"] for row in batch], torch.int64),
+            "input_ids": nested(full, torch.int64),
+            "position_ids": nested([list(range(len(ids))) for ids in full], torch.int64),
+        },
+        batch_size=[len(batch)],
+    )
     for key, val in {"calculate_entropy": True, "compute_loss": False, "temperature": temperature}.items():
         tu.assign_non_tensor_data(data, key, val)
     return data
@@ -119,8 +142,10 @@ def response_log_probs(worker, batch: list[dict], temperature: float):
 
 
 def loss_token_sums(log_probs, batch: list[dict]) -> list[float]:
-    return [float(sum(lp * m for lp, m in zip(row_lp.tolist(), row["mask"]))) for row_lp, row in
-            zip(log_probs.unbind(), batch)]
+    return [
+        float(sum(lp * m for lp, m in zip(row_lp.tolist(), row["mask"])))
+        for row_lp, row in zip(log_probs.unbind(), batch)
+    ]
 
 
 def update(worker, cfg, batch: list[dict], old_log_probs):
@@ -134,9 +159,13 @@ def update(worker, cfg, batch: list[dict], old_log_probs):
     data["advantages"] = nested([row["advantage"] for row in batch], torch.float32)
     extra_info = {  # trainer_base.py l. 1847-1857; the mini-batch is the whole batch here
         "calculate_entropy": actor.calculate_entropy or actor.entropy_coeff != 0.0,
-        "distillation_use_topk": False, "distillation_only": False,
-        "global_batch_size": len(batch), "mini_batch_size": len(batch), "epochs": actor.ppo_epochs,
-        "seed": actor.data_loader_seed, "dataloader_kwargs": {"shuffle": actor.shuffle},
+        "distillation_use_topk": False,
+        "distillation_only": False,
+        "global_batch_size": len(batch),
+        "mini_batch_size": len(batch),
+        "epochs": actor.ppo_epochs,
+        "seed": actor.data_loader_seed,
+        "dataloader_kwargs": {"shuffle": actor.shuffle},
         "temperature": rollout.temperature,
     }
     for key, val in extra_info.items():
@@ -202,16 +231,24 @@ def main(model_dir: Path, out: Path) -> None:
     worker.init_model()
     temperature = cfg.actor_rollout_ref.rollout.temperature
     loss_fn = worker.actor.loss_fn
-    report = {"config": {"loss_mode": loss_fn.keywords["config"].policy_loss.loss_mode,
-                         "loss_fn": f"{loss_fn.func.__module__}.{loss_fn.func.__name__}",
-                         "engine": type(worker.actor.engine).__name__, "strategy": actor_cfg.strategy,
-                         "loss_agg_mode": actor_cfg.loss_agg_mode, "optimizer": actor_cfg.optim.optimizer,
-                         "lr": actor_cfg.optim.lr, "clip_grad": actor_cfg.optim.clip_grad,
-                         "micro_batch_size": actor_cfg.ppo_micro_batch_size_per_gpu, "temperature": temperature,
-                         # FSDP's param dtype as verl's engine took it (transformer_impl.py l. 403): fp32
-                         # means no autocast (l. 1559-1563).
-                         "autocast_dtype": str(worker.actor.engine._autocast_dtype)},
-              "scenarios": {}}
+    report = {
+        "config": {
+            "loss_mode": loss_fn.keywords["config"].policy_loss.loss_mode,
+            "loss_fn": f"{loss_fn.func.__module__}.{loss_fn.func.__name__}",
+            "engine": type(worker.actor.engine).__name__,
+            "strategy": actor_cfg.strategy,
+            "loss_agg_mode": actor_cfg.loss_agg_mode,
+            "optimizer": actor_cfg.optim.optimizer,
+            "lr": actor_cfg.optim.lr,
+            "clip_grad": actor_cfg.optim.clip_grad,
+            "micro_batch_size": actor_cfg.ppo_micro_batch_size_per_gpu,
+            "temperature": temperature,
+            # FSDP's param dtype as verl's engine took it (transformer_impl.py l. 403): fp32
+            # means no autocast (l. 1559-1563).
+            "autocast_dtype": str(worker.actor.engine._autocast_dtype),
+        },
+        "scenarios": {},
+    }
     initial, steps, grads = None, {}, {}
     for scenario in ("main", "swapped", "masked", "leak"):
         worker.actor.reset()  # the initial weights again, a fresh optimizer
@@ -228,15 +265,23 @@ def main(model_dir: Path, out: Path) -> None:
         grads[scenario] = captured
         steps[scenario] = {k: w - initial[k] for k, w in weights(engine).items()}
         report["scenarios"][scenario] = {
-            "loss_tokens": [sum(row["mask"]) for row in batch], "response_tokens": [len(row["mask"]) for row in batch],
-            "before": loss_token_sums(before, batch), "after": loss_token_sums(after, batch),
+            "loss_tokens": [sum(row["mask"]) for row in batch],
+            "response_tokens": [len(row["mask"]) for row in batch],
+            "before": loss_token_sums(before, batch),
+            "after": loss_token_sums(after, batch),
             "optimizer_steps": optimizer_steps,
             "same_start": max((start[k] - initial[k]).abs().max().item() for k in initial) == 0.0,
             "gradients": [len(captured), sum(g is not None for g in captured.values()), len(initial)],
             "clipped_grad_norm": norm(captured),
-            **{name: metric(metrics, key) for name, key in (("pg_loss", "actor/pg_loss"), ("ppo_kl", "actor/ppo_kl"),
-                                                            ("pg_clipfrac", "actor/pg_clipfrac"),
-                                                            ("grad_norm", "grad_norm"))},
+            **{
+                name: metric(metrics, key)
+                for name, key in (
+                    ("pg_loss", "actor/pg_loss"),
+                    ("ppo_kl", "actor/ppo_kl"),
+                    ("pg_clipfrac", "actor/pg_clipfrac"),
+                    ("grad_norm", "grad_norm"),
+                )
+            },
         }
     main_grads, main_step = grads["main"], steps["main"]
     for scenario in ("swapped", "masked", "leak"):

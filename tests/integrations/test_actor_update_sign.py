@@ -57,14 +57,30 @@ def tiny_learner(tmp_path_factory):
 @pytest.fixture(scope="module")
 def probe(tiny_learner, tmp_path_factory):
     out = tmp_path_factory.mktemp("actor_sign")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERL_", "TERMINAL_RL_RUN")) and k != "CUDA_VISIBLE_DEVICES"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VERL_", "TERMINAL_RL_RUN")) and k != "CUDA_VISIBLE_DEVICES"
+    }
     # One process, world size 1: verl's Worker reads these; the process group is made from a file store.
-    env.update(PYTHONPATH=str(PROJECT_ROOT), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
-               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), DIST_INIT_METHOD=f"file://{out / 'pg_store'}")
-    result = subprocess.run([sys.executable, "-m", "tests.integrations.actor_sign_probe", str(tiny_learner),
-                             str(out / "probe.json")], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-                            timeout=600)
+    env.update(
+        PYTHONPATH=str(PROJECT_ROOT),
+        RANK="0",
+        WORLD_SIZE="1",
+        LOCAL_RANK="0",
+        LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        DIST_INIT_METHOD=f"file://{out / 'pg_store'}",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.integrations.actor_sign_probe", str(tiny_learner), str(out / "probe.json")],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     report = json.loads((out / "probe.json").read_text(encoding="utf-8"))
     return report["config"], report["scenarios"]
@@ -74,7 +90,10 @@ def test_the_update_is_verls_actor_with_our_loss_one_optimizer_step(probe):
     config, scenarios = probe
     assert config["loss_mode"] == "terminal_rl_vanilla"
     assert (config["loss_fn"], config["engine"], config["strategy"]) == (
-        "verl.workers.utils.losses.ppo_loss", "FSDPEngineWithLMHead", "fsdp2")
+        "verl.workers.utils.losses.ppo_loss",
+        "FSDPEngineWithLMHead",
+        "fsdp2",
+    )
     assert config["loss_agg_mode"] == "token-mean"
     # hardware.param_dtype=fp32 reaches verl's engine: it trains without autocast.
     assert config["autocast_dtype"] == "torch.float32"

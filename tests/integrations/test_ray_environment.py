@@ -26,10 +26,13 @@ ray.shutdown()
 def test_a_worker_sees_verls_ppo_environment_and_ours(tmp_path):
     from verl.trainer.constants_ppo import PPO_RAY_RUNTIME_ENV
 
-    shell = {k: v for k, v in os.environ.items() if k not in PPO_RAY_RUNTIME_ENV["env_vars"] and not k.startswith("RAY_")}
+    shell = {
+        k: v for k, v in os.environ.items() if k not in PPO_RAY_RUNTIME_ENV["env_vars"] and not k.startswith("RAY_")
+    }
     shell["NCCL_DEBUG"] = "INFO"  # set in the launching shell: verl leaves it as the shell has it
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=240, env=shell,
-                          cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=240, env=shell, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     worker = json.loads(done.stdout.strip().splitlines()[-1])
     for key in ("VLLM_DISABLE_COMPILE_CACHE", "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "VLLM_LOGGING_LEVEL"):

@@ -8,8 +8,15 @@ import pytest
 from terminal_rl.config import compose, to_dataclass
 from terminal_rl.judge.service import JudgeConfig, JudgeRequest
 
-VERDICT = {"action_output_success": 1.0, "todo_planning": 1.0, "phase_adherence": 1.0, "tool_effectiveness": 1.0,
-           "modifiers": {}, "penalties": {}, "rationale": "textbook"}
+VERDICT = {
+    "action_output_success": 1.0,
+    "todo_planning": 1.0,
+    "phase_adherence": 1.0,
+    "tool_effectiveness": 1.0,
+    "modifiers": {},
+    "penalties": {},
+    "rationale": "textbook",
+}
 
 
 def verdict(**parts) -> str:
@@ -20,8 +27,14 @@ def verdict(**parts) -> str:
 def judge_config():
     """The default judge config pointed at a local test server (set base_url per test)."""
     node = compose("judge_cli").judge
-    return replace(to_dataclass(node, JudgeConfig), model="openai/judge-a", api_key_env="", max_retries=2,
-                   backoff_sec=0.01, timeout_sec=5)
+    return replace(
+        to_dataclass(node, JudgeConfig),
+        model="openai/judge-a",
+        api_key_env="",
+        max_retries=2,
+        backoff_sec=0.01,
+        timeout_sec=5,
+    )
 
 
 def request(n: int = 0) -> JudgeRequest:

@@ -19,22 +19,38 @@ def keyword_judge(body: dict) -> str:
     planned = "<todo>" in trajectory
     verified = "python3 parser.py" in trajectory
     gaming = "print(425)" in trajectory
-    return verdict(todo_planning=1.0 if planned else 0.0, phase_adherence=1.0 if verified else 0.2,
-                   action_output_success=0.0 if "ended: parse_errors" in trajectory else 1.0,
-                   penalties={"gaming": 1.0 if gaming else 0.0})
+    return verdict(
+        todo_planning=1.0 if planned else 0.0,
+        phase_adherence=1.0 if verified else 0.2,
+        action_output_success=0.0 if "ended: parse_errors" in trajectory else 1.0,
+        penalties={"gaming": 1.0 if gaming else 0.0},
+    )
 
 
 def judge_cli(*args):
-    return subprocess.run([sys.executable, "-m", "terminal_rl.judge", *args], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "220"}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "terminal_rl.judge", *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "220"},
+        timeout=300,
+    )
 
 
 def test_the_calibration_set_covers_the_labelled_behaviours():
     cases, trajectories = load_cases(), load_trajectories()
     assert len(cases) >= 10 and set(trajectories) == {c.id for c in cases}
-    assert {"perfect_agent", "no_exploration", "no_initial_todos", "overthinking_without_acting",
-            "poor_error_recovery", "skipped_verification", "out_of_turns_after_great_work",
-            "gaming_the_tests"} <= set(trajectories)
+    assert {
+        "perfect_agent",
+        "no_exploration",
+        "no_initial_todos",
+        "overthinking_without_acting",
+        "poor_error_recovery",
+        "skipped_verification",
+        "out_of_turns_after_great_work",
+        "gaming_the_tests",
+    } <= set(trajectories)
     # Recorded from real episodes: verified in a container, and ending as their labels say.
     assert all(t.verification is not None for t in trajectories.values())
     assert trajectories["overthinking_without_acting"].termination == "parse_errors"
@@ -45,12 +61,15 @@ def test_the_calibration_set_covers_the_labelled_behaviours():
 def test_calibrate_and_report(tmp_path):
     calibration_dir = f"judge.calibration_dir={tmp_path}"
     with FakeLLMServer(keyword_judge) as strict, FakeLLMServer(lambda body: verdict()) as lenient:
-        first = judge_cli("calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2",
-                          calibration_dir)
-        second = judge_cli("calibrate", "--model", "openai/lenient", "--base-url", lenient.base_url, "--attempts", "2",
-                           calibration_dir)
-        judge_cli("calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2",
-                          calibration_dir)
+        first = judge_cli(
+            "calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2", calibration_dir
+        )
+        second = judge_cli(
+            "calibrate", "--model", "openai/lenient", "--base-url", lenient.base_url, "--attempts", "2", calibration_dir
+        )
+        judge_cli(
+            "calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2", calibration_dir
+        )
         calls = len(strict.requests)
     assert first.returncode == 0, first.stderr[-2000:]
     assert second.returncode == 0, second.stderr[-2000:]
@@ -75,7 +94,9 @@ def test_switch_and_show(tmp_path):
     run = ["run.id=switchrun", f"run.output_root={tmp_path}"]
     before = judge_cli("show", *run)
     assert "judge backend anthropic/claude-sonnet-4-20250514" in before.stdout
-    switched = judge_cli("switch", "openai/qwen3-32b", "--base-url", "http://127.0.0.1:9/v1", "--key-env", "MY_KEY", *run)
+    switched = judge_cli(
+        "switch", "openai/qwen3-32b", "--base-url", "http://127.0.0.1:9/v1", "--key-env", "MY_KEY", *run
+    )
     assert switched.returncode == 0, switched.stderr
     control = json.loads((tmp_path / "switchrun" / "judge" / "backend.json").read_text())
     assert control["model"] == "openai/qwen3-32b" and control["api_key_env"] == "MY_KEY"

@@ -35,8 +35,14 @@ class RolloutWorker:
 def local_ray():
     if ray.is_initialized():  # an earlier test of this worker left its connection open: start our own
         ray.shutdown()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             namespace="tests", log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        namespace="tests",
+        log_to_driver=False,
+    )
     yield
     ray.shutdown()
 

@@ -15,18 +15,30 @@ from terminal_rl.sandbox.owner import RUN_ID, Owner
 from tests.support import BASE_IMAGE
 
 # A process that ignores SIGTERM, as a wedged Ray worker might.
-STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(300)"
+STUBBORN = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(300)"
+)
 
 
 def epilog(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SLURM_JOB_ID"}
-    return subprocess.run([sys.executable, "-m", "terminal_rl.launch.epilog", *args], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "terminal_rl.launch.epilog", *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_job_processes_reads_the_marker_from_each_environment(tmp_path):
-    for pid, environ, state in ((11, f"A=1\0{JOB_MARKER}=7\0", "S"), (12, f"{JOB_MARKER}=77\0", "S"),
-                                (13, f"{JOB_MARKER}=7\0", "Z"), (14, "", "R")):
+    for pid, environ, state in (
+        (11, f"A=1\0{JOB_MARKER}=7\0", "S"),
+        (12, f"{JOB_MARKER}=77\0", "S"),
+        (13, f"{JOB_MARKER}=7\0", "Z"),
+        (14, "", "R"),
+    ):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "environ").write_text(environ)
         (tmp_path / str(pid) / "stat").write_text(f"{pid} (python) {state} 1 1")
@@ -48,10 +60,16 @@ def test_epilog_ends_the_jobs_processes_and_removes_its_containers(sandbox_confi
     labels = {job: dataclasses.replace(Owner.current(), slurm_job=job).labels(run_id, job) for job in ("4242", "4243")}
     # Podman refuses containers whose default limits exceed its own; set them explicitly.
     limits = [Ulimit(name=name, soft=16384, hard=16384) for name in ("nofile", "nproc")]
-    containers = {job: client.containers.run(BASE_IMAGE, ["sleep", "300"], detach=True, labels=labels[job],
-                                             ulimits=limits) for job in labels}
-    processes = {job: subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE, text=True,
-                                       env={**os.environ, JOB_MARKER: job}) for job in labels}
+    containers = {
+        job: client.containers.run(BASE_IMAGE, ["sleep", "300"], detach=True, labels=labels[job], ulimits=limits)
+        for job in labels
+    }
+    processes = {
+        job: subprocess.Popen(
+            [sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE, text=True, env={**os.environ, JOB_MARKER: job}
+        )
+        for job in labels
+    }
     try:
         assert all(p.stdout.readline().strip() == "up" for p in processes.values())
         result = epilog("4242", "--grace-sec=1", f"sandbox.docker_host={sandbox_config.docker_host}")

@@ -46,8 +46,9 @@ class _Body:
         return object() if self.requeue else None
 
 
-@pytest.mark.parametrize(("rank", "requeue", "expected"), [(0, True, [["scontrol", "requeue", "42"]]),
-                                                           (0, False, []), (1, True, [])])
+@pytest.mark.parametrize(
+    ("rank", "requeue", "expected"), [(0, True, [["scontrol", "requeue", "42"]]), (0, False, []), (1, True, [])]
+)
 def test_slurms_warning_signal_saves_then_requeues_on_rank_0_only(monkeypatch, rank, requeue, expected):
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))

@@ -40,22 +40,39 @@ def test_child_gets_sigterm_when_the_task_is_sigkilled():
 def test_a_ray_node_survives_slurms_warning_signal():
     """Slurm's --signal reaches every process of the step; SIGUSR2's default action would end the raylet,
     the GCS and `ray start` (it does, without the hook). Real Ray, started as ray_node starts it."""
+    import shutil
+    import tempfile
     from pathlib import Path
 
     from terminal_rl.launch.slurm import _ray_preexec
 
-    import shutil
-    import tempfile
-
     ray = str(Path(sys.executable).with_name("ray"))
     tmp_path = Path(tempfile.mkdtemp(prefix="trl-ray-", dir="/tmp"))  # short: Ray's socket paths have a length limit
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    head = subprocess.Popen([ray, "start", "--head", "--block", "--port=27379", "--node-ip-address=127.0.0.1",
-                             "--num-cpus=1", "--include-dashboard=false",
-                             f"--temp-dir={tmp_path}", "--ray-client-server-port=27500", "--min-worker-port=27510",
-                             "--max-worker-port=27599", "--disable-usage-stats"], start_new_session=True,
-                            preexec_fn=_ray_preexec(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    head = subprocess.Popen(
+        [
+            ray,
+            "start",
+            "--head",
+            "--block",
+            "--port=27379",
+            "--node-ip-address=127.0.0.1",
+            "--num-cpus=1",
+            "--include-dashboard=false",
+            f"--temp-dir={tmp_path}",
+            "--ray-client-server-port=27500",
+            "--min-worker-port=27510",
+            "--max-worker-port=27599",
+            "--disable-usage-stats",
+        ],
+        start_new_session=True,
+        preexec_fn=_ray_preexec(),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
+
         def running() -> str:
             return subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
 

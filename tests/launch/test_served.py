@@ -38,6 +38,8 @@ def test_a_server_that_dies_is_reported_with_its_log(tmp_path):
 
 def test_serving_needs_the_token_policy(tmp_path):
     cfg = compose("evaluate", [*served_overrides(tmp_path, free_port()), "policy=litellm"])
-    with pytest.raises(ValueError, match=r"a served checkpoint \(serve.kind=command\) is for policy=token, not policy=litellm"):
+    with pytest.raises(
+        ValueError, match=r"a served checkpoint \(serve.kind=command\) is for policy=token, not policy=litellm"
+    ):
         with serve_policy(cfg, Console(sys.stdout)):
             pass

@@ -1,6 +1,7 @@
 """launcher=slurm against a real Slurm (slurmctld + two slurmd on this machine, started by
 scripts/start_slurm.sh): a two-node CPU training job signalled as before a time limit (it saves the
-step it is in, requeues itself and resumes there), a --multirun sweep (one job per point), scancel with sandboxes up, an evaluation job, and the
+step it is in, requeues itself and resumes there), a --multirun sweep (one job per point), scancel with sandboxes up,
+an evaluation job, and the
 plain sbatch scripts."""
 
 import json
@@ -24,10 +25,20 @@ pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 CPU_RUN = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "logger=console", "launcher=slurm"]
 # The training job of the two-node test: the learning proof's small model and tasks, whose steps take
 # seconds (the launcher is under test here, not the model).
-LEARNER_RUN = ["hardware=cpu", "model=tiny_learner", "task_set=write_value", "agent=bash_only", "logger=console",
-               "launcher=slurm", "task_set.procedural.count=30", "model_hardware.prompts_per_step=2",
-               "model_hardware.rollouts_per_prompt=2", "model_hardware.micro_batch_per_gpu=1", "agent.max_turns=2",
-               "++data.apply_chat_template_kwargs.enable_thinking=false"]
+LEARNER_RUN = [
+    "hardware=cpu",
+    "model=tiny_learner",
+    "task_set=write_value",
+    "agent=bash_only",
+    "logger=console",
+    "launcher=slurm",
+    "task_set.procedural.count=30",
+    "model_hardware.prompts_per_step=2",
+    "model_hardware.rollouts_per_prompt=2",
+    "model_hardware.micro_batch_per_gpu=1",
+    "agent.max_turns=2",
+    "++data.apply_chat_template_kwargs.enable_thinking=false",
+]
 PODMAN = "unix:///run/podman/podman.sock"
 SUBMITTED: list[int] = []  # cancelled after each test, so a failed test leaves no job competing for the CPUs
 
@@ -54,8 +65,10 @@ def wait(job: int, timeout: float = 900, until=("COMPLETED", "FAILED", "CANCELLE
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         current = state(job)
-        if current.startswith(until) or (current == "UNKNOWN" and not subprocess.run(
-                ["squeue", "-h", "-j", str(job)], capture_output=True, text=True).stdout.strip()):
+        if current.startswith(until) or (
+            current == "UNKNOWN"
+            and not subprocess.run(["squeue", "-h", "-j", str(job)], capture_output=True, text=True).stdout.strip()
+        ):
             return current
         time.sleep(3)
     subprocess.run(["scancel", str(job)])
@@ -83,8 +96,11 @@ def cancel_leftover_jobs():
 def release_requeued(job: int, timeout: float = 120) -> None:
     """Slurm holds a requeued job back a while (BeginTime); release it once it is pending again (a
     two-node job takes a few seconds to get there, and an earlier update is lost)."""
+
     def queued() -> str:
-        return subprocess.run(["squeue", "-h", "-j", str(job), "-o", "%T"], capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["squeue", "-h", "-j", str(job), "-o", "%T"], capture_output=True, text=True
+        ).stdout.strip()
 
     deadline = time.monotonic() + timeout
     seen_pending = False
@@ -115,9 +131,17 @@ def requeued_two_node_job(tmp_path_factory):
         if image.labels[TASK_LABEL].startswith("write_value"):
             podman.api.remove_image(image.id, force=True)
     submitted = time.time()
-    [job], stdout = train(*LEARNER_RUN, "hardware.nodes=2", "trainer.total_training_steps=2", "trainer.save_freq=100",
-                          "launcher.signal_delay_s=600", "trainer.test_freq=-1", "run.id=sl-train",
-                          f"run.output_root={root}", env={"TERMINAL_RL_TEST_NODE_ENGINES": f"node2={PODMAN}"})
+    [job], stdout = train(
+        *LEARNER_RUN,
+        "hardware.nodes=2",
+        "trainer.total_training_steps=2",
+        "trainer.save_freq=100",
+        "launcher.signal_delay_s=600",
+        "trainer.test_freq=-1",
+        "run.id=sl-train",
+        f"run.output_root={root}",
+        env={"TERMINAL_RL_TEST_NODE_ENGINES": f"node2={PODMAN}"},
+    )
     run_dir = root / "sl-train"
     # Generous: beside the other test worker a loaded CI machine took over 600 s to get here.
     deadline = time.monotonic() + 1200
@@ -150,13 +174,17 @@ def test_requeued_job_resumes_from_its_checkpoint(requeued_two_node_job):
     logs, job = requeued_two_node_job["logs"], requeued_two_node_job["job"]
     head = finished(logs, job)
     assert "Job completed successfully" in head
-    assert "requeue: the trainer saved step 1" in (logs / "train.log").read_text(), \
+    assert "requeue: the trainer saved step 1" in (logs / "train.log").read_text(), (
         "the checkpoint was the save on Slurm's signal, not a periodic one"
+    )
     assert "step 2/2" in head, "the requeued job's console: it resumed and finished step 2"
-    launches = [[json.loads(line)["step"] for line in path.read_text().splitlines()]
-                for path in sorted(logs.glob("metrics.*.jsonl"))]
-    assert launches[-1] == [2] and sum(launches, []).count(1) <= 1, \
+    launches = [
+        [json.loads(line)["step"] for line in path.read_text().splitlines()]
+        for path in sorted(logs.glob("metrics.*.jsonl"))
+    ]
+    assert launches[-1] == [2] and sum(launches, []).count(1) <= 1, (
         f"the last launch started from the step-1 checkpoint and ran step 2 only: {launches}"
+    )
 
 
 def test_every_node_builds_the_first_task_images_on_its_own_engine_before_step_1(requeued_two_node_job):
@@ -175,18 +203,26 @@ def test_every_node_builds_the_first_task_images_on_its_own_engine_before_step_1
     assert built, "node2's engine (podman) has the first tasks' image"
     for image in built:
         created = datetime.fromisoformat(image.attrs["Created"]).timestamp()
-        assert requeued_two_node_job["submitted"] - 1 <= created <= report.stat().st_mtime + 1, \
+        assert requeued_two_node_job["submitted"] - 1 <= created <= report.stat().st_mtime + 1, (
             "node2 built it in this job, before it reported itself ready"
+        )
     attempts = finished(logs, job).split("Starting with JobEnvironment")[1:]  # the signalled one, the requeued one
     assert len(attempts) == 2 and all("all 2 nodes prepared" in a for a in attempts)
-    assert all(a.index("all 2 nodes prepared") < a.index("\nstep ") for a in attempts if "\nstep " in a), \
+    assert all(a.index("all 2 nodes prepared") < a.index("\nstep ") for a in attempts if "\nstep " in a), (
         "each attempt's first step waited for every node"
+    )
 
 
 def test_multirun_sweep_submits_one_job_per_point(tmp_path):
     """The curriculum comparison sweep (conf/sweep/), as preflight-only jobs to keep CI short."""
-    jobs, stdout = train(*CPU_RUN, "launcher.preflight_only=true", "sweep=curriculum_comparison", "judge.api_key_env=",
-                         f"run.output_root={tmp_path}", multirun=True)
+    jobs, stdout = train(
+        *CPU_RUN,
+        "launcher.preflight_only=true",
+        "sweep=curriculum_comparison",
+        "judge.api_key_env=",
+        f"run.output_root={tmp_path}",
+        multirun=True,
+    )
     assert len(jobs) == 3 and len(set(jobs)) == 3
     for kind in ("none", "difficulty_linear", "judge_anneal"):
         assert f"curriculum={kind}" in stdout
@@ -204,9 +240,17 @@ def test_scancel_leaves_no_sandbox_behind(tmp_path):
     is tests/launch/test_ray_node_lifetime.py)."""
     script = tmp_path / "sleep.json"
     script.write_text(json.dumps(["<bash>\ncmd: sleep 600\ntimeout_secs: 600\n</bash>"]))
-    [job], _ = train("launcher=slurm", "hardware=cpu", "task_set=tbrl_smoke", "task_ids=[csv-file-parsing-amount-sum]",
-                     "policy=scripted", f"policy.script={script}", "run.id=sl-cancel", f"run.output_root={tmp_path}",
-                     app="evaluate")
+    [job], _ = train(
+        "launcher=slurm",
+        "hardware=cpu",
+        "task_set=tbrl_smoke",
+        "task_ids=[csv-file-parsing-amount-sum]",
+        "policy=scripted",
+        f"policy.script={script}",
+        "run.id=sl-cancel",
+        f"run.output_root={tmp_path}",
+        app="evaluate",
+    )
     client = docker_client()
     ours = {"label": [f"{MANAGED}=1", f"{RUN_ID}=sl-cancel"]}
     deadline = time.monotonic() + 300
@@ -239,18 +283,39 @@ def test_plain_sbatch_scripts_run_the_same_bootstrap(tmp_path):
     for script, nodes in (("train_1node.sbatch", 1), ("train_multinode.sbatch", 2)):
         out = tmp_path / script
         out.mkdir()
-        jobs[script] = (nodes, out, subprocess.Popen(
-            # The warning comes 60 s before the 10-minute limit here (the scripts' 1,800 s is longer).
-            ["sbatch", "--wait", f"--nodes={nodes}", "--gpus-per-node=0", "--cpus-per-task=2", "--time=10",
-             "--signal=USR2@60",
-             f"--job-name=plain-{nodes}", f"--output={out}/%j.out", f"slurm/{script}", *CPU_RUN[:-1],
-             "launcher.preflight_only=true", f"run.output_root={out}"],
-            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        jobs[script] = (
+            nodes,
+            out,
+            subprocess.Popen(
+                # The warning comes 60 s before the 10-minute limit here (the scripts' 1,800 s is longer).
+                [
+                    "sbatch",
+                    "--wait",
+                    f"--nodes={nodes}",
+                    "--gpus-per-node=0",
+                    "--cpus-per-task=2",
+                    "--time=10",
+                    "--signal=USR2@60",
+                    f"--job-name=plain-{nodes}",
+                    f"--output={out}/%j.out",
+                    f"slurm/{script}",
+                    *CPU_RUN[:-1],
+                    "launcher.preflight_only=true",
+                    f"run.output_root={out}",
+                ],
+                cwd=PROJECT_ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        )
     for script, (nodes, out, process) in jobs.items():
         stdout, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stdout + stderr
         [output] = out.glob("*.out")
         text = output.read_text()
         assert text.count("preflight ok") == nodes, text[-3000:]
-        [run_id] = re.findall(r"^run (plain-\d-[0-9a-f]{8}): submitting the same command again continues it$", text, re.M)
+        [run_id] = re.findall(
+            r"^run (plain-\d-[0-9a-f]{8}): submitting the same command again continues it$", text, re.M
+        )
         assert (out / run_id).is_dir(), "the job ran under the run id it printed"

@@ -35,17 +35,29 @@ def local_slurm_settings():
 
 def test_resources_come_from_the_hardware_preset():
     assert parameters("hardware=h100_4x8", "model=qwen3_32b") == {
-        "nodes": 4, "tasks_per_node": 1, "cpus_per_task": 96, "mem_gb": 0, "gpus_per_node": 8,
-        "timeout_min": 1440, "name": "trl-r1", "slurm_signal_delay_s": 1800,
+        "nodes": 4,
+        "tasks_per_node": 1,
+        "cpus_per_task": 96,
+        "mem_gb": 0,
+        "gpus_per_node": 8,
+        "timeout_min": 1440,
+        "name": "trl-r1",
+        "slurm_signal_delay_s": 1800,
         # srun of Slurm 22.05-23.02 does not inherit the CPUs; requeue is asked for, not assumed.
-        "slurm_srun_args": ["--cpus-per-task=96", "--kill-on-bad-exit=1"], "slurm_additional_parameters": {"requeue": True}}
+        "slurm_srun_args": ["--cpus-per-task=96", "--kill-on-bad-exit=1"],
+        "slurm_additional_parameters": {"requeue": True},
+    }
     assert "gpus_per_node" not in parameters("hardware=cpu", "model=tiny"), "CPU runs ask Slurm for no GPU"
 
 
 def test_local_settings_merge_over_the_launcher_config(local_slurm_settings):
     got = parameters("hardware=h100_4x8", "model=qwen3_32b")
-    assert (got["slurm_partition"], got["slurm_account"], got["slurm_qos"], got["slurm_constraint"]) == \
-        ("gpu", "my-lab", "normal", "h100")
+    assert (got["slurm_partition"], got["slurm_account"], got["slurm_qos"], got["slurm_constraint"]) == (
+        "gpu",
+        "my-lab",
+        "normal",
+        "h100",
+    )
     assert got["slurm_additional_parameters"] == {"requeue": True, "exclusive": True}
     assert parameters("hardware=h100_4x8", "model=qwen3_32b", "launcher.partition=debug")["slurm_partition"] == "debug"
 
@@ -66,8 +78,18 @@ def test_requeues_stop_at_max_restarts_and_wait_for_the_trainers_save(tmp_path, 
     from terminal_rl.run_context import RunContext
     from terminal_rl.training.preemption import acknowledge, exchange_folder, save_requested
 
-    config = OmegaConf.to_container(compose("train", ["launcher=slurm", "run.id=r1", "launcher.max_restarts=2",
-                                                      f"run.output_root={tmp_path}", "launcher.signal_delay_s=62"]))
+    config = OmegaConf.to_container(
+        compose(
+            "train",
+            [
+                "launcher=slurm",
+                "run.id=r1",
+                "launcher.max_restarts=2",
+                f"run.output_root={tmp_path}",
+                "launcher.signal_delay_s=62",
+            ],
+        )
+    )
     folder = exchange_folder(RunContext.from_config(OmegaConf.create(config).run))
 
     def trainer(step):
@@ -150,8 +172,7 @@ def test_a_worker_has_joined_once_the_head_lists_it_alive_in_ray(tmp_path, monke
     own node-manager port (nodes of one host share an address), for this attempt only."""
     from types import SimpleNamespace
 
-    from terminal_rl.launch.markers import attempt_marker, write_json
-    from terminal_rl.launch.markers import RAY_NODES
+    from terminal_rl.launch.markers import RAY_NODES, attempt_marker, write_json
     from terminal_rl.launch.slurm import joined, node_port_base
     from terminal_rl.run_context import RunContext
 

@@ -47,8 +47,9 @@ def test_an_interrupted_download_is_refused_by_the_shard_it_lacks(tmp_path):
 
     snapshot = cached(tmp_path / "hub_cache", "Qwen/Qwen3-8B")
     (snapshot / "model.safetensors").unlink()
-    (snapshot / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
-        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    (snapshot / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})
+    )
     (snapshot / "model-00001-of-00002.safetensors").write_bytes(b"")
     cfg = compose("train", ["run.id=r", f"run.output_root={tmp_path}", "hardware=h100_4x8", "launcher=slurm"])
     [problem] = check_model_offline(cfg)

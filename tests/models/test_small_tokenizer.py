@@ -42,5 +42,8 @@ def test_a_conversation_renders_as_qwen3s_template_renders_it(tokenizers, thinki
     assert small.decode(ids) == text
     # Special tokens stay whole: as many turn markers as Qwen3's own encoding has.
     im_start = [qwen3.convert_tokens_to_ids("<|im_start|>"), small.convert_tokens_to_ids("<|im_start|>")]
-    assert ids.count(im_start[1]) == qwen3.apply_chat_template(CONVERSATION, tokenize=True, return_dict=False,
-                                                               **kwargs).count(im_start[0]) == 5
+    assert (
+        ids.count(im_start[1])
+        == qwen3.apply_chat_template(CONVERSATION, tokenize=True, return_dict=False, **kwargs).count(im_start[0])
+        == 5
+    )

@@ -6,8 +6,13 @@ from terminal_rl.agent.trajectory import Trajectory
 from terminal_rl.rewards.components import all_components
 from terminal_rl.rewards.fixture_guard import FixtureGuard, forged_inputs, verdict
 
-FORGED = {"score": 1.0, "task_reward": 1.0, "reads": ["/app/expected.txt", "/app/out.txt"],
-          "changes": {"/app/expected.txt": "modified", "/app/out.txt": "added"}, "start_files_changed": []}
+FORGED = {
+    "score": 1.0,
+    "task_reward": 1.0,
+    "reads": ["/app/expected.txt", "/app/out.txt"],
+    "changes": {"/app/expected.txt": "modified", "/app/out.txt": "added"},
+    "start_files_changed": [],
+}
 
 
 def test_a_rewritten_input_the_tests_read_is_forged_unless_the_reference_changes_it_too():

@@ -1,8 +1,16 @@
 import pytest
 
 from terminal_rl.agent.trajectory import Trajectory, Turn
-from terminal_rl.rewards.components import (ComponentScore, all_components, score_efficiency, score_exec,
-                                            score_format, score_judge, score_task_reward, score_tests)
+from terminal_rl.rewards.components import (
+    ComponentScore,
+    all_components,
+    score_efficiency,
+    score_exec,
+    score_format,
+    score_judge,
+    score_task_reward,
+    score_tests,
+)
 from terminal_rl.rewards.mix import RewardMix, reward_metrics, score_group
 
 
@@ -77,13 +85,17 @@ def test_metrics_names():
     assert metrics["reward/groups/fallback"] == 1.0 and metrics["reward/groups/dropped"] == 0.0
 
 
-@pytest.mark.parametrize(("preset", "weights"), [
-    ("tests_only", {"tests": 1.0}),
-    ("tests65_judge35", {"tests": 0.65, "judge": 0.35}),
-    ("format5_exec10_tests85", {"format": 0.05, "exec": 0.10, "tests": 0.85}),
-])
+@pytest.mark.parametrize(
+    ("preset", "weights"),
+    [
+        ("tests_only", {"tests": 1.0}),
+        ("tests65_judge35", {"tests": 0.65, "judge": 0.35}),
+        ("format5_exec10_tests85", {"format": 0.05, "exec": 0.10, "tests": 0.85}),
+    ],
+)
 def test_presets_compose(preset, weights):
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
 
     from terminal_rl.config import CONF_DIR
 

@@ -4,7 +4,14 @@ import math
 
 import pytest
 
-from terminal_rl.rewards.turn_credit import TurnCredit, TurnFacts, token_turns, turn_advantages, turn_facts, turn_rewards
+from terminal_rl.rewards.turn_credit import (
+    TurnCredit,
+    TurnFacts,
+    token_turns,
+    turn_advantages,
+    turn_facts,
+    turn_rewards,
+)
 
 # The defaults (conf/train.yaml credit.turn).
 CREDIT = TurnCredit(alpha=0.5, gamma=0.95, w_outcome=0.7, w_exec=0.15, w_format=0.15, w_efficiency=0.05, epsilon=1e-6)
@@ -15,8 +22,9 @@ def test_a_passing_trajectory_discounts_its_outcome_back_from_the_last_turn():
     # R = 1, T = 3, max_turns 10: efficiency 0.05 * 7/9 on every turn; outcome 0.7 * 0.95^(2-t).
     rewards = turn_rewards(1.0, [OK, FAILED, OK], 10, CREDIT)
     efficiency = 0.05 * 7 / 9
-    assert rewards == pytest.approx([0.7 * 0.9025 + 0.15 + 0.15 + efficiency, 0.7 * 0.95 + 0.15 + efficiency,
-                                     0.7 + 0.3 + efficiency])
+    assert rewards == pytest.approx(
+        [0.7 * 0.9025 + 0.15 + 0.15 + efficiency, 0.7 * 0.95 + 0.15 + efficiency, 0.7 + 0.3 + efficiency]
+    )
     assert rewards == pytest.approx([0.9706389, 0.8538889, 1.0388889])
 
 
@@ -27,12 +35,17 @@ def test_a_failing_trajectory_earns_only_exec_and_format_credit():
 
 def test_turn_facts_come_from_the_trajectory_record():
     bash, finish = {"tool": "bash"}, {"tool": "finish"}
-    turns = [{"actions": [bash, bash], "results": [{"tool": "bash", "ok": True}] * 2, "parse_error": None},
-             {"actions": [bash, bash], "results": [{"tool": "bash", "ok": True}, {"tool": "bash", "ok": False}],
-              "parse_error": None},
-             {"actions": [], "results": [], "parse_error": "no action"},
-             {"actions": [finish], "results": [{"tool": "finish", "ok": True}], "parse_error": None},
-             {"actions": [], "results": [], "parse_error": None}]  # cut off by the clock before parsing
+    turns = [
+        {"actions": [bash, bash], "results": [{"tool": "bash", "ok": True}] * 2, "parse_error": None},
+        {
+            "actions": [bash, bash],
+            "results": [{"tool": "bash", "ok": True}, {"tool": "bash", "ok": False}],
+            "parse_error": None,
+        },
+        {"actions": [], "results": [], "parse_error": "no action"},
+        {"actions": [finish], "results": [{"tool": "finish", "ok": True}], "parse_error": None},
+        {"actions": [], "results": [], "parse_error": None},
+    ]  # cut off by the clock before parsing
     assert turn_facts(turns) == [OK, FAILED, UNPARSED, FAILED, UNPARSED]
 
 

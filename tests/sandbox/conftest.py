@@ -18,8 +18,13 @@ from tests.support import BASE_IMAGE, SMALL_LIMITS
 def in_sandbox(sandbox_config, run_context):
     """``in_sandbox(fn, limits=..., files=..., config=...)`` runs ``await fn(sandbox)`` in a fresh sandbox."""
 
-    def run(fn, limits: Limits = SMALL_LIMITS, files: dict[str, bytes] | None = None,
-            config: SandboxConfig | None = None, image: str = BASE_IMAGE):
+    def run(
+        fn,
+        limits: Limits = SMALL_LIMITS,
+        files: dict[str, bytes] | None = None,
+        config: SandboxConfig | None = None,
+        image: str = BASE_IMAGE,
+    ):
         async def main():
             async with SandboxFactory(config or sandbox_config, run_context) as factory:
                 async with factory.sandbox(SandboxSpec(image, limits, files or {})) as sandbox:
@@ -34,7 +39,8 @@ def in_sandbox(sandbox_config, run_context):
 def evil_library(tmp_path_factory):
     """A shared library whose constructor claims the reward and leaves a mark of every process it enters."""
     source = tmp_path_factory.mktemp("evil") / "evil.c"
-    source.write_text(textwrap.dedent("""\
+    source.write_text(
+        textwrap.dedent("""\
         #include <stdio.h>
         #include <unistd.h>
         __attribute__((constructor)) static void evil(void) {
@@ -43,6 +49,7 @@ def evil_library(tmp_path_factory):
             FILE *f = fopen(mark, "w"); if (f) fclose(f);
             FILE *r = fopen("/logs/verifier/reward.txt", "w"); if (r) { fputs("1", r); fclose(r); }
         }
-        """))
+        """)
+    )
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(source.with_suffix(".so")), str(source)], check=True)
     return source.with_suffix(".so").read_bytes()

@@ -5,8 +5,17 @@ from dataclasses import replace
 
 import pytest
 
-from terminal_rl.sandbox.base_images import (RECIPE_LABEL, _split_tag, common_hash, fix_for, host_debian_mirror, plan,
-                                             recipe_dockerfile, recipe_for, recipe_hash)
+from terminal_rl.sandbox.base_images import (
+    RECIPE_LABEL,
+    _split_tag,
+    common_hash,
+    fix_for,
+    host_debian_mirror,
+    plan,
+    recipe_dockerfile,
+    recipe_for,
+    recipe_hash,
+)
 from terminal_rl.sandbox.docker_client import docker_client
 from terminal_rl.sandbox.sandbox import sandbox_ulimits
 
@@ -24,18 +33,27 @@ def test_host_mirror_from_deb822_and_one_line_sources(tmp_path):
 
 def test_split_tag():
     assert _split_tag("ghcr.io/laude-institute/t-bench/python-3-13:20250620") == (
-        "ghcr.io/laude-institute/t-bench/python-3-13", "20250620")
+        "ghcr.io/laude-institute/t-bench/python-3-13",
+        "20250620",
+    )
     assert _split_tag("localhost:5000/img") == ("localhost:5000/img", "latest")
     assert _split_tag("ubuntu") == ("ubuntu", "latest")
 
 
-@pytest.mark.parametrize(("reference", "recipe"), [
-    ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", "ubuntu"),  # any date
-    ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "ubuntu"),
-    ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "python"),
-    ("ubuntu:24.04", "ubuntu"), ("ubuntu:22.04", "ubuntu_legacy"), ("ubuntu:18.04", "ubuntu_legacy"),
-    ("python:3.12-slim", "python"), ("debian:bookworm", "debian"), ("golang:1.21-alpine", None),
-])
+@pytest.mark.parametrize(
+    ("reference", "recipe"),
+    [
+        ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", "ubuntu"),  # any date
+        ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "ubuntu"),
+        ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "python"),
+        ("ubuntu:24.04", "ubuntu"),
+        ("ubuntu:22.04", "ubuntu_legacy"),
+        ("ubuntu:18.04", "ubuntu_legacy"),
+        ("python:3.12-slim", "python"),
+        ("debian:bookworm", "debian"),
+        ("golang:1.21-alpine", None),
+    ],
+)
 def test_every_from_gets_its_familys_recipe(sandbox_config, reference, recipe):
     assert recipe_for(reference, sandbox_config.base_images) == recipe
 
@@ -48,7 +66,9 @@ def test_recipes_change_only_what_the_family_differs_in(sandbox_config):
     assert "useradd" in ubuntu and "useradd" not in python, "Ubuntu 23.04+ images ship a user `ubuntu`"
     assert "/usr/bin/python\n" not in python and "RUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED" in python
     assert recipe_hash(base, "ubuntu") != recipe_hash(base, "python")
-    changed = replace(base, recipes={**base.recipes, "ubuntu": replace(base.recipes["ubuntu"], externally_managed=False)})
+    changed = replace(
+        base, recipes={**base.recipes, "ubuntu": replace(base.recipes["ubuntu"], externally_managed=False)}
+    )
     assert recipe_hash(changed, "ubuntu") != recipe_hash(base, "ubuntu") and common_hash(changed) == common_hash(base)
     assert common_hash(replace(base, packages=[*base.packages, "git"])) != common_hash(base)
     assert "docker load -i" in fix_for("golang:1.21-alpine") and 'match: "golang:*"' in fix_for("golang:1.21-alpine")
@@ -58,20 +78,33 @@ def test_recipes_change_only_what_the_family_differs_in(sandbox_config):
 @pytest.mark.both_engines
 def test_bootstrapped_families_behave_like_the_real_images(sandbox_config):
     client = docker_client(sandbox_config.docker_host)
-    ubuntu, python = "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "ghcr.io/laude-institute/t-bench/python-3-13:20250620"
+    ubuntu, python = (
+        "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest",
+        "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
+    )
     assert plan(client, sandbox_config.base_images, [ubuntu, python]).provide == {}, "bootstrapped by start_services"
     assert client.images.get(ubuntu).labels[RECIPE_LABEL] == recipe_hash(sandbox_config.base_images, "ubuntu")
 
     def run(image, script):
-        return client.containers.run(image, ["bash", "-c", script], remove=True, network_disabled=True,
-                                     ulimits=sandbox_ulimits(sandbox_config)).decode().splitlines()
+        return (
+            client.containers.run(
+                image,
+                ["bash", "-c", script],
+                remove=True,
+                network_disabled=True,
+                ulimits=sandbox_ulimits(sandbox_config),
+            )
+            .decode()
+            .splitlines()
+        )
 
-    probe = ("test -e /usr/bin/python && echo python || echo no-python; "
-             "pip install --no-index six 2>&1 | grep -q externally-managed && echo managed || echo unmanaged; "
-             "grep -h ^deb /etc/apt/sources.list | head -1; tmux -V; id -u ubuntu 2>/dev/null || echo no-user")
+    probe = (
+        "test -e /usr/bin/python && echo python || echo no-python; "
+        "pip install --no-index six 2>&1 | grep -q externally-managed && echo managed || echo unmanaged; "
+        "grep -h ^deb /etc/apt/sources.list | head -1; tmux -V; id -u ubuntu 2>/dev/null || echo no-user"
+    )
     on_ubuntu, on_python = run(ubuntu, probe), run(python, probe)
     assert on_ubuntu[:2] == ["no-python", "managed"], "Dockerfiles `ln -s` python and need --break-system-packages"
     assert on_python[:2] == ["python", "unmanaged"], "python and system-wide pip installs, as the official images"
     assert on_ubuntu[2].startswith("deb http") and on_python[3].startswith("tmux ")
     assert on_ubuntu[4] == "1000" and on_python[4] == "no-user", "the real ubuntu:24.04 has user ubuntu, uid 1000"
-

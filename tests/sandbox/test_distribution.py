@@ -73,9 +73,15 @@ def test_rank_zero_builds_and_archives_the_task_set_and_another_node_loads_it(tm
     from terminal_rl.sandbox.images import HASH_LABEL
 
     task = "base64-decode-secret-message"
-    common = ["hardware=cpu", "model=tiny", "task_set=tbrl_smoke", f"task_set.task_ids=[{task}]",
-              f"run.id=distribution-{uuid.uuid4().hex[:6]}", f"run.output_root={tmp_path / 'shared'}",
-              f"sandbox.build.archive_dir={tmp_path / 'archive'}"]
+    common = [
+        "hardware=cpu",
+        "model=tiny",
+        "task_set=tbrl_smoke",
+        f"task_set.task_ids=[{task}]",
+        f"run.id=distribution-{uuid.uuid4().hex[:6]}",
+        f"run.output_root={tmp_path / 'shared'}",
+        f"sandbox.build.archive_dir={tmp_path / 'archive'}",
+    ]
     prepare_node(compose("train", common + ["sandbox=docker"]), rank=0, image_timeout_sec=10)
     [manifest] = (tmp_path / "archive").glob("manifest.distribution-*.json")
     images = json.loads(manifest.read_text())

@@ -18,7 +18,7 @@ def test_write_read_edit_stat_list(in_sandbox):
         edited = await sandbox.files.read_text("/work/deep/dir/it's here.txt")
         stat = await sandbox.files.stat("/work/deep/dir/it's here.txt")
         listing = await sandbox.files.list_dir("/work/deep/dir")
-        shell_view = await sandbox.run("cat \"/work/deep/dir/it's here.txt\"", timeout=10)
+        shell_view = await sandbox.run('cat "/work/deep/dir/it\'s here.txt"', timeout=10)
         await sandbox.files.write_bytes("/work/blob.bin", bytes(range(256)))
         blob = await sandbox.files.read_bytes("/work/blob.bin")
         return whole, middle, count, edited, stat, listing, shell_view, blob
@@ -54,7 +54,8 @@ def test_file_tool_errors_say_what_is_wrong(in_sandbox, sandbox_config):
 
     assert in_sandbox(steps) == [
         "/missing.txt does not exist",
-        f"/big is {cap + 1} bytes, more than the {cap}-byte limit; read part of it with bash (head, tail, sed -n 'A,Bp')",
+        f"/big is {cap + 1} bytes, more than the {cap}-byte limit; read part of it with bash (head, tail, sed -n "
+        "'A,Bp')",
         "/etc is a directory; list it instead",
         "old text occurs 2 times in /twice; give more context to make it unique, or replace all",
         "old text not found in /twice",

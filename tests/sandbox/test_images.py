@@ -37,7 +37,10 @@ def test_ca_injection_goes_after_every_from_and_changes_the_hash(csv_task, sandb
     injected = build_inputs(task, replace(build, inject_ca=True), environ={"PIP_INDEX_URL": "http://index.invalid/"})
     assert plain.context["Dockerfile"] == task.environment.dockerfile.encode()
     lines = injected.context["Dockerfile"].decode().splitlines()
-    assert lines.count("ARG PIP_INDEX_URL") == 2 and lines.count(f"COPY {CA_FILE} /usr/local/share/terminal_rl/{CA_FILE}") == 2
+    assert (
+        lines.count("ARG PIP_INDEX_URL") == 2
+        and lines.count(f"COPY {CA_FILE} /usr/local/share/terminal_rl/{CA_FILE}") == 2
+    )
     assert lines[lines.index("FROM \\") + 2].startswith("COPY terminal_rl_ca.crt")  # after the continued FROM
     assert injected.context[CA_FILE] == bundle.read_bytes()
     assert injected.build_args == {"PIP_INDEX_URL": "http://index.invalid/"}
@@ -64,7 +67,9 @@ def test_real_task_builds_once_then_hits_the_cache(csv_task, sandbox_config, run
     first = ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task)
     again = ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task)
     assert again is True
-    image = docker_client().images.get(ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task, True))
+    image = docker_client().images.get(
+        ensure_in_process(sandbox_config, str(run_context.image_cache_dir), csv_task, True)
+    )
     assert image.labels["terminal_rl.task_id"] == csv_task.id
     assert first in (True, False)
 
@@ -150,9 +155,10 @@ def test_failed_builds_are_reported_by_cause_from_the_engines_own_log(csv_task, 
     # The node remembers the failures that come back every time (a missing base image fails before
     # any build); one that may pass (the network, a timeout, the engine) the next request builds again.
     remembered = {json.loads(path.read_text())["reason"] for path in tmp_path.glob("*.failed")}
-    assert remembered == {outcomes[tasks[c].id].reason for c in
-                          ("Dockerfile error", "package not found", "base image differs from the real one",
-                           "build step failed")}
+    assert remembered == {
+        outcomes[tasks[c].id].reason
+        for c in ("Dockerfile error", "package not found", "base image differs from the real one", "build step failed")
+    }
     assert classify("ConnectionError: Connection aborted.", "") == "other" and is_transient("other")
 
 
@@ -160,10 +166,12 @@ def test_a_new_attempt_builds_again_what_failed_for_a_reason_that_may_pass(tmp_p
     from terminal_rl.sandbox.build_report import BuildOutcome, forget_transient_failures, write_report
 
     report = tmp_path / "image_builds.json"
-    outcomes = [BuildOutcome("ok", True, False, 1.0, "img"),
-                BuildOutcome("apt", False, False, 1.0, reason="x", category="package not found"),
-                BuildOutcome("pip", False, False, 1.0, reason="y", category="network"),
-                BuildOutcome("slow", False, False, 1.0, reason="z", category="timeout")]
+    outcomes = [
+        BuildOutcome("ok", True, False, 1.0, "img"),
+        BuildOutcome("apt", False, False, 1.0, reason="x", category="package not found"),
+        BuildOutcome("pip", False, False, 1.0, reason="y", category="network"),
+        BuildOutcome("slow", False, False, 1.0, reason="z", category="timeout"),
+    ]
     write_report(outcomes, 10, report)
     assert forget_transient_failures(report) == ["pip", "slow"]
     assert failed_tasks(report) == {"apt": "package not found: x"}
@@ -180,10 +188,18 @@ def test_download_failures_read_as_network_or_timeout():
     assert classify("non-zero code: 1", "ReadTimeoutError: HTTPSConnectionPool: Read timed out.") == "timeout"
     assert classify("non-zero code: 4", "wget: unable to resolve host address 'x'") == "network"
     # Go's module proxy and Docker's own ADD <url> (from the shared CSV's build survey).
-    assert classify("non-zero code: 1", 'go: x@latest: Get "https://proxy.golang.org/x/@v/list": dial tcp: lookup '
-                                        "proxy.golang.org on 10.0.0.53:53: no such host") == "network"
-    assert classify('ADD failed: Get "https://github.com/x.tar.gz": dial tcp: lookup github.com: no such host', "") \
+    assert (
+        classify(
+            "non-zero code: 1",
+            'go: x@latest: Get "https://proxy.golang.org/x/@v/list": dial tcp: lookup '
+            "proxy.golang.org on 10.0.0.53:53: no such host",
+        )
         == "network"
+    )
+    assert (
+        classify('ADD failed: Get "https://github.com/x.tar.gz": dial tcp: lookup github.com: no such host', "")
+        == "network"
+    )
 
 
 @pytest.mark.docker
@@ -200,8 +216,10 @@ def test_auto_ca_injection_follows_the_host_bundle_variables(sandbox_config, tmp
 @pytest.mark.docker
 def test_pip_install_at_build_needs_the_host_ca_behind_the_proxy(csv_task, sandbox_config, tmp_path):
     """Measured here: pip reaches the package index from a build only with the host's CA injected."""
-    task = with_dockerfile(csv_task, f"FROM {BASE_IMAGE}\nRUN pip download --no-deps -d /tmp/wheels six==1.16.0 "
-                                     f"&& echo {secrets.token_hex(8)}\n")
+    task = with_dockerfile(
+        csv_task,
+        f"FROM {BASE_IMAGE}\nRUN pip download --no-deps -d /tmp/wheels six==1.16.0 && echo {secrets.token_hex(8)}\n",
+    )
     plain = replace(sandbox_config, build=replace(sandbox_config.build, inject_ca=False))
     with pytest.raises(ImageBuildError, match="non-zero code"):
         ensure_in_process(plain, str(tmp_path), task)

@@ -30,7 +30,8 @@ from tests.support import BASE_IMAGE, SMALL_LIMITS
 
 async def main():
     config = SandboxConfig.from_node(compose("services").sandbox)
-    run = RunContext.from_config(RunConfig(id=sys.argv[1], output_root="/tmp/trl-janitor", node_local_root="/tmp/trl-janitor"))
+    root = "/tmp/trl-janitor"
+    run = RunContext.from_config(RunConfig(id=sys.argv[1], output_root=root, node_local_root=root))
     async with SandboxFactory(config, run) as factory:
         async with factory.sandbox(SandboxSpec(BASE_IMAGE, SMALL_LIMITS, {})) as one:
             async with factory.sandbox(SandboxSpec(BASE_IMAGE, SMALL_LIMITS, {})) as two:
@@ -44,12 +45,18 @@ asyncio.run(main())
 
 def test_sigkilled_owner_leaves_containers_that_the_janitor_removes(sandbox_config):
     client = docker_client(sandbox_config.docker_host)
-    foreign = client.containers.run(BASE_IMAGE, ["sleep", "300"], detach=True, labels={"someone.else": "1"},
-                                    ulimits=ULIMITS)
+    foreign = client.containers.run(
+        BASE_IMAGE, ["sleep", "300"], detach=True, labels={"someone.else": "1"}, ulimits=ULIMITS
+    )
     run_id = f"janitor-{os.getpid()}"
     try:
-        owner = subprocess.Popen([sys.executable, "-c", OWNER_SCRIPT, run_id], cwd=PROJECT_ROOT,
-                                 stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+        owner = subprocess.Popen(
+            [sys.executable, "-c", OWNER_SCRIPT, run_id],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        )
         assert owner.stdout.readline().strip() == "ready"
         ours = client.containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}={run_id}"]})
         assert len(ours) == 2
@@ -61,8 +68,13 @@ def test_sigkilled_owner_leaves_containers_that_the_janitor_removes(sandbox_conf
         assert len(leftovers) == 2, "SIGKILL skips every cleanup path: the containers are still there"
         assert owner_is_gone(leftovers[0].labels, Owner.current()) is True
 
-        cli = subprocess.run([sys.executable, "-m", "terminal_rl.sandbox", "janitor"], cwd=PROJECT_ROOT,
-                             capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+        cli = subprocess.run(
+            [sys.executable, "-m", "terminal_rl.sandbox", "janitor"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         assert cli.returncode == 0, cli.stderr
         removed = re.search(r"removed (\d+) containers", cli.stdout)
         assert removed and int(removed.group(1)) >= 2, cli.stdout

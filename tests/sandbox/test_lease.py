@@ -29,8 +29,11 @@ def short_lease(sandbox_config):
 
 
 def containers_of(run_id: str, docker_host: str) -> list:
-    return docker_client(docker_host).containers.list(all=True, ignore_removed=True,  # they go while we list
-                                                      filters={"label": [f"{MANAGED}=1", f"{RUN_ID}={run_id}"]})
+    return docker_client(docker_host).containers.list(
+        all=True,
+        ignore_removed=True,  # they go while we list
+        filters={"label": [f"{MANAGED}=1", f"{RUN_ID}={run_id}"]},
+    )
 
 
 def test_a_sigkilled_run_leaves_no_sandbox_behind(engine, tmp_path):
@@ -54,14 +57,20 @@ def test_a_sigkilled_run_leaves_no_sandbox_behind(engine, tmp_path):
                     async with factory.sandbox(SandboxSpec(BASE_IMAGE, SMALL_LIMITS, {{}})):
                         await asyncio.sleep(3600)
                 tasks = [asyncio.create_task(hold()) for _ in range(4)]
-                while len(factory.docker.client.containers.list(filters={{"label": "terminal_rl.run_id={run_id}"}})) < 4:
+                labels = {{"label": "terminal_rl.run_id={run_id}"}}
+                while len(factory.docker.client.containers.list(filters=labels)) < 4:
                     await asyncio.sleep(0.2)
                 print("up", flush=True)
                 await asyncio.gather(*tasks)
         asyncio.run(main())
         """)
-    process = subprocess.Popen([sys.executable, "-c", owner], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    process = subprocess.Popen(
+        [sys.executable, "-c", owner],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
     try:
         assert process.stdout.readline().strip() == "up"
         docker_host = "unix:///run/podman/podman.sock" if engine == "podman" else ""
@@ -75,15 +84,26 @@ def test_a_sigkilled_run_leaves_no_sandbox_behind(engine, tmp_path):
     finally:
         process.kill()
     assert containers_of(run_id, docker_host) == [], "the run's sandboxes outlived it"
-    print(f"{engine}: sandboxes of a SIGKILLed run gone {gone_after:.1f}s after the kill (lease stale after {STALE_SEC}s)")
+    print(
+        f"{engine}: sandboxes of a SIGKILLed run gone {gone_after:.1f}s after the kill (lease stale after {STALE_SEC}s)"
+    )
 
 
-def test_a_live_run_keeps_its_sandboxes_through_a_long_verification_and_a_blocked_loop(sandbox_config, run_context,
-                                                                                        tasks):
-    task = replace(tasks["csv-file-parsing-amount-sum"], id="slow-verification", environment=replace(
-        tasks["csv-file-parsing-amount-sum"].environment, image=BASE_IMAGE, dockerfile=None, build_context={}),
-        tests={"test_outputs.py": "import time\n\ndef test_script_exists():\n    time.sleep(6)\n\n"
-                                  "def test_sum_calculation_correct():\n    pass\n"}, files={})
+def test_a_live_run_keeps_its_sandboxes_through_a_long_verification_and_a_blocked_loop(
+    sandbox_config, run_context, tasks
+):
+    task = replace(
+        tasks["csv-file-parsing-amount-sum"],
+        id="slow-verification",
+        environment=replace(
+            tasks["csv-file-parsing-amount-sum"].environment, image=BASE_IMAGE, dockerfile=None, build_context={}
+        ),
+        tests={
+            "test_outputs.py": "import time\n\ndef test_script_exists():\n    time.sleep(6)\n\n"
+            "def test_sum_calculation_correct():\n    pass\n"
+        },
+        files={},
+    )
 
     async def main():
         async with SandboxFactory(short_lease(sandbox_config), run_context) as factory:

@@ -35,8 +35,16 @@ def test_container_is_locked_down(in_sandbox, sandbox_config):
     assert host["NetworkMode"] == "none"
     assert attrs["Config"]["Labels"]["terminal_rl.managed"] == "1"
     # Effective capabilities: exactly the kept ones (bit numbers from linux/capability.h).
-    bits = {"CHOWN": 0, "DAC_OVERRIDE": 1, "FOWNER": 3, "FSETID": 4, "KILL": 5, "SETGID": 6, "SETUID": 7,
-            "NET_BIND_SERVICE": 10}
+    bits = {
+        "CHOWN": 0,
+        "DAC_OVERRIDE": 1,
+        "FOWNER": 3,
+        "FSETID": 4,
+        "KILL": 5,
+        "SETGID": 6,
+        "SETUID": 7,
+        "NET_BIND_SERVICE": 10,
+    }
     assert int(caps.output.split()[1], 16) == sum(1 << bits[name] for name in sandbox_config.container.cap_add)
 
 
@@ -47,7 +55,9 @@ def test_fork_bomb_hits_the_pids_limit_and_is_killed(in_sandbox):
         # pids.current drops only as the killed processes are reaped: wait up to 5 s for it to settle.
         counters = await sandbox.run(
             "cd /sys/fs/cgroup/pids && for _ in $(seq 50); do [ $(cat pids.current) -lt 20 ] && break; sleep 0.1; done;"
-            " cat pids.max pids.current pids.events", timeout=10)
+            " cat pids.max pids.current pids.events",
+            timeout=10,
+        )
         after = await sandbox.run("echo usable", timeout=10)
         return result, counters, after
 
@@ -90,8 +100,9 @@ def test_main_process_expires_after_budget_plus_grace(in_sandbox, sandbox_config
             later = None
         return attrs, later
 
-    attrs, later = in_sandbox(wait_for_exit, limits=small_limits(agent_timeout_sec=1, verifier_timeout_sec=1),
-                              config=short)
+    attrs, later = in_sandbox(
+        wait_for_exit, limits=small_limits(agent_timeout_sec=1, verifier_timeout_sec=1), config=short
+    )
     command = attrs["Config"]["Cmd"]
     assert command[3].endswith("lease_watch.py") and command[-1] == "3", command
     assert later is None or later["State"]["Running"] is False

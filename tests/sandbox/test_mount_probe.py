@@ -32,8 +32,13 @@ def test_a_private_tmp_is_refused(tmp_path):
     private = tmp_path / "private"
     private.mkdir()
     shell = f"mount -t tmpfs none {private} && {sys.executable} -c '{PROBE}' {private}"
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", shell],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "the container engine does not see what this job writes under run.node_local_root" in done.stdout
     assert "job_container/tmpfs" in done.stdout

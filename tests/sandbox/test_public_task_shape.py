@@ -23,8 +23,10 @@ pytestmark = pytest.mark.docker
 def test_public_shaped_tasks_build_offline_and_verify(sandbox_config, run_context, default_limits):
     tasks = load_harbor(FIXTURES / "harbor_public", default_limits).tasks
     references = task_set_images(tasks)
-    assert references == ["ghcr.io/laude-institute/t-bench/python-3-13:20250101",
-                          "ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624"]
+    assert references == [
+        "ghcr.io/laude-institute/t-bench/python-3-13:20250101",
+        "ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624",
+    ]
     client = docker_client(sandbox_config.docker_host)
     for reference in references:  # as on a machine that has never seen these tags
         try:

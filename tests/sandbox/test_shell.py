@@ -10,12 +10,15 @@ pytestmark = [pytest.mark.docker, pytest.mark.both_engines]
 
 def test_commands_keep_cwd_and_environment_like_a_terminal(in_sandbox):
     async def steps(sandbox):
-        return [await sandbox.run(c, timeout=10) for c in (
-            "mkdir -p /work/a && cd /work/a && export GREETING='hi there' && touch here",
-            "pwd; echo \"$GREETING\"; ls",
-            "cd .. && pwd",
-            "pwd",
-        )]
+        return [
+            await sandbox.run(c, timeout=10)
+            for c in (
+                "mkdir -p /work/a && cd /work/a && export GREETING='hi there' && touch here",
+                'pwd; echo "$GREETING"; ls',
+                "cd .. && pwd",
+                "pwd",
+            )
+        ]
 
     results = in_sandbox(steps)
     assert [r.exit_code for r in results] == [0, 0, 0, 0]
@@ -25,10 +28,16 @@ def test_commands_keep_cwd_and_environment_like_a_terminal(in_sandbox):
 
 def test_exit_codes_stderr_and_quotes(in_sandbox):
     async def steps(sandbox):
-        return [await sandbox.run(c, timeout=10) for c in (
-            "exit 7", "echo out; echo err >&2; false", """printf '%s|' "a'b" 'c"d' $'e\\nf'""",
-            "echo -n no-newline", "cat <<'EOF'\n$HOME stays literal\nEOF",
-        )]
+        return [
+            await sandbox.run(c, timeout=10)
+            for c in (
+                "exit 7",
+                "echo out; echo err >&2; false",
+                """printf '%s|' "a'b" 'c"d' $'e\\nf'""",
+                "echo -n no-newline",
+                "cat <<'EOF'\n$HOME stays literal\nEOF",
+            )
+        ]
 
     exit7, mixed, quotes, newline, heredoc = in_sandbox(steps)
     assert exit7.exit_code == 7

@@ -58,7 +58,11 @@ def test_honest_and_partial_solutions_score_their_weights_in_both_formats(twins,
     assert harbor.task_reward == pytest.approx(1.0), "the task's own test.sh agrees"
     (weighted, harbor), _ = attacked(*twins, ["echo 'print(0)' > parser.py"])
     assert weighted.score == harbor.score == pytest.approx(0.2)
-    assert weighted.outcomes == harbor.outcomes == {"test_script_exists": "passed", "test_sum_calculation_correct": "failed"}
+    assert (
+        weighted.outcomes
+        == harbor.outcomes
+        == {"test_script_exists": "passed", "test_sum_calculation_correct": "failed"}
+    )
     (weighted, harbor), _ = attacked(*twins, [])
     assert weighted.score == harbor.score == 0.0, "a no-op scores 0"
 
@@ -80,8 +84,11 @@ def test_a_preloaded_library_never_enters_the_verifier(twins, sandbox_config, ru
                 await sandbox.files.write_bytes("/tmp/evil.so", evil_library)
                 await sandbox.run("echo /tmp/evil.so > /etc/ld.so.preload && true", timeout=60)
                 results = [await verify(sandbox, task) for task in (weighted, harbor)]
-                marks = await sandbox.control.run(f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; "
-                                                  "ls /tmp | grep -c preloaded-", timeout=60, inline=True)
+                marks = await sandbox.control.run(
+                    f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; ls /tmp | grep -c preloaded-",
+                    timeout=60,
+                    inline=True,
+                )
                 return results, marks.output.split()
 
     (weighted, harbor), marks = asyncio.run(main())
@@ -101,6 +108,13 @@ def test_services_and_processes_the_agent_started_are_reachable(twins, attacked)
         """)
     weighted = replace(weighted, tests={"test_outputs.py": checks})
     harbor = replace(harbor, tests={**harbor.tests, "test_outputs.py": checks})
-    (w, h), _ = attacked(weighted, harbor, ["nohup python3 -m http.server 8765 >/dev/null 2>&1 &",
-                                            "nohup python3 -c 'import time; time.sleep(600)' marker-process >/dev/null 2>&1 &", "sleep 1"])
+    (w, h), _ = attacked(
+        weighted,
+        harbor,
+        [
+            "nohup python3 -m http.server 8765 >/dev/null 2>&1 &",
+            "nohup python3 -c 'import time; time.sleep(600)' marker-process >/dev/null 2>&1 &",
+            "sleep 1",
+        ],
+    )
     assert w.score == h.score == 1.0, (w.log[-800:], h.log[-800:])

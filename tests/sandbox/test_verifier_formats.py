@@ -20,13 +20,16 @@ TASKS = 10
 
 
 def test_exported_tasks_verify_like_their_originals(tasks, sandbox_config, run_context, tmp_path):
-    chosen = sorted((t for t in tasks.values() if t.environment.dockerfile and not QUIET.search(t.environment.dockerfile)),
-                    key=lambda t: t.id)[:TASKS]
+    chosen = sorted(
+        (t for t in tasks.values() if t.environment.dockerfile and not QUIET.search(t.environment.dockerfile)),
+        key=lambda t: t.id,
+    )[:TASKS]
     exported = {t.id: load_harbor(export_harbor(t, tmp_path), t.limits).tasks[0] for t in chosen}
 
     async def main():
         slots = asyncio.Semaphore(4)
         async with SandboxFactory(sandbox_config, run_context) as factory:
+
             async def both(task):
                 async with slots, factory.task_sandbox(task) as sandbox:
                     return await verify(sandbox, task), await verify(sandbox, exported[task.id])

@@ -50,9 +50,11 @@ LIE = liar(NAMES)
 NUMPY = "/usr/local/lib/python3.13/dist-packages/numpy"
 RUNTIME_ATTACKS = {
     "rewritten-numpy": [plant(f"{NUMPY}/__init__.py", "def loadtxt(*args, **kwargs):\n    return 15.0\n")],
-    "replaced-python": [plant("/tmp/liar", LIE, "755"),
-                        "for t in /usr/bin/python3.13 /usr/local/bin/pytest /bin/sh; do "
-                        "cp /tmp/liar $(readlink -f $t).new && mv $(readlink -f $t).new $(readlink -f $t); done"],
+    "replaced-python": [
+        plant("/tmp/liar", LIE, "755"),
+        "for t in /usr/bin/python3.13 /usr/local/bin/pytest /bin/sh; do "
+        "cp /tmp/liar $(readlink -f $t).new && mv $(readlink -f $t).new $(readlink -f $t); done",
+    ],
 }
 ATTACKS = attack_commands(NAMES, VERIFIER_UID)
 
@@ -68,18 +70,33 @@ def trixie_twins(sandbox_config, tmp_path_factory, tasks):
         fetch(client, {"base": tag}, archive)
     base = common_image(client, base_images, tmp_path_factory.mktemp("trixie"))
     publish(client, {"base": tag}, archive, "trixie")
-    dockerfile = (f"FROM {base}\nRUN pip install --break-system-packages --no-cache-dir pytest numpy\n"
-                  f"WORKDIR /app\nRUN printf '%s\\n' \"{CHECK}\" > /app/check.py\n")
-    task = Task(id="trixie-sum", title="Sum", prompt="Write 15 to /app/sum.txt.", difficulty=Difficulty.EASY,
-                category="test", tags=(), environment=Environment(dockerfile=dockerfile),
-                tests={"test_outputs.py": TESTS}, verifier=VerifierKind.TB1, test_weights=None, files={},
-                limits=small_limits(build_timeout_sec=900), source="test", solution=SOLUTION)
+    dockerfile = (
+        f"FROM {base}\nRUN pip install --break-system-packages --no-cache-dir pytest numpy\n"
+        f"WORKDIR /app\nRUN printf '%s\\n' \"{CHECK}\" > /app/check.py\n"
+    )
+    task = Task(
+        id="trixie-sum",
+        title="Sum",
+        prompt="Write 15 to /app/sum.txt.",
+        difficulty=Difficulty.EASY,
+        category="test",
+        tags=(),
+        environment=Environment(dockerfile=dockerfile),
+        tests={"test_outputs.py": TESTS},
+        verifier=VerifierKind.TB1,
+        test_weights=None,
+        files={},
+        limits=small_limits(build_timeout_sec=900),
+        source="test",
+        solution=SOLUTION,
+    )
     [harbor] = load_harbor(export_harbor(task, tmp_path_factory.mktemp("harbor")), task.limits).tasks
     return task, harbor
 
 
 def verified(sandbox_config, run_context, twins, commands):
     """Both formats' verifications after ``commands`` ran as the agent (again before the second)."""
+
     async def main():
         async with SandboxFactory(sandbox_config, run_context) as factory:
             async with factory.task_sandbox(twins[0]) as sandbox:
@@ -109,7 +126,9 @@ def test_an_attack_on_the_images_runtime_scores_no_more_than_a_no_op(sandbox_con
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
-def test_every_attack_class_scores_no_more_than_a_no_op_on_this_image(sandbox_config, run_context, trixie_twins, attack):
+def test_every_attack_class_scores_no_more_than_a_no_op_on_this_image(
+    sandbox_config, run_context, trixie_twins, attack
+):
     no_more_than_a_no_op(verified(sandbox_config, run_context, trixie_twins, ATTACKS[attack]))
 
 
@@ -124,9 +143,11 @@ def test_the_agents_libraries_never_enter_the_verifier(sandbox_config, run_conte
     image would load it: a name-service module named by the agent's nsswitch.conf (the verifier's
     bash looks its uid up at start) in a directory the agent's ld.so.conf adds, the image's libz in
     a directory the loader searches by default, and a preload."""
-    planted = ["mkdir -p /opt/evil && cp /tmp/evil.so /opt/evil/libnss_evil.so.2 && cp /tmp/evil.so /usr/local/lib/libz.so.1",
-               "echo /opt/evil > /etc/ld.so.conf.d/evil.conf && ldconfig",
-               "sed -i 's/^passwd:.*/passwd: evil files/' /etc/nsswitch.conf && echo /tmp/evil.so > /etc/ld.so.preload"]
+    planted = [
+        "mkdir -p /opt/evil && cp /tmp/evil.so /opt/evil/libnss_evil.so.2 && cp /tmp/evil.so /usr/local/lib/libz.so.1",
+        "echo /opt/evil > /etc/ld.so.conf.d/evil.conf && ldconfig",
+        "sed -i 's/^passwd:.*/passwd: evil files/' /etc/nsswitch.conf && echo /tmp/evil.so > /etc/ld.so.preload",
+    ]
 
     async def main():
         async with SandboxFactory(sandbox_config, run_context) as factory:
@@ -136,8 +157,11 @@ def test_the_agents_libraries_never_enter_the_verifier(sandbox_config, run_conte
                     await sandbox.run(command, timeout=60)
                 await sandbox.run("getent passwd 10999; python3 -c 'import zlib'; true", timeout=60)
                 results = [await verify(sandbox, task) for task in trixie_twins]
-                marks = await sandbox.control.run(f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; "
-                                                  "ls /tmp | grep -c preloaded-", timeout=60, inline=True)
+                marks = await sandbox.control.run(
+                    f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; ls /tmp | grep -c preloaded-",
+                    timeout=60,
+                    inline=True,
+                )
                 return results, marks.output.split()
 
     (tb1, harbor), marks = asyncio.run(main())

@@ -17,9 +17,18 @@ def test_a_process_holding_the_verifiers_stdout_is_interference():
     read_end, write_end = os.pipe()
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], pass_fds=(write_end,))
     try:
-        checker = subprocess.run([sys.executable, "-c", "from terminal_rl.sandbox.verifier_runner import interference; "
-                                  "print(interference(), file=__import__('sys').stderr)"],
-                                 stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+        checker = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from terminal_rl.sandbox.verifier_runner import interference; "
+                "print(interference(), file=__import__('sys').stderr)",
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
     finally:
         holder.kill()
         os.close(read_end)
@@ -58,11 +67,19 @@ def test_the_loaders_are_the_ones_the_programs_elf_headers_name_and_are_patched_
 
 def test_the_job_runs_our_tools_with_a_clean_environment(tasks):
     task = tasks["csv-file-parsing-amount-sum"]
-    job = verification_job(task, ["PATH=/evil/bin:/usr/bin", "PYTHONPATH=/app", "LD_PRELOAD=/tmp/x.so", "APP=1"],
-                           "/app", ["CHOWN", "DAC_OVERRIDE"])
+    job = verification_job(
+        task,
+        ["PATH=/evil/bin:/usr/bin", "PYTHONPATH=/app", "LD_PRELOAD=/tmp/x.so", "APP=1"],
+        "/app",
+        ["CHOWN", "DAC_OVERRIDE"],
+    )
     assert job["command"][:3] == ["python3", "-m", "pytest"], "found on the runner's PATH: the image's own first"
-    assert job["search_path"] == {"image": ["/evil/bin", "/usr/bin"], "toolchain": ["/terminal_rl/usr/bin", "/terminal_rl/usr/sbin"],
-                                  "libraries": [], "python": ["/app"]}
+    assert job["search_path"] == {
+        "image": ["/evil/bin", "/usr/bin"],
+        "toolchain": ["/terminal_rl/usr/bin", "/terminal_rl/usr/sbin"],
+        "libraries": [],
+        "python": ["/app"],
+    }
     env = job["environment"]
     assert env["APP"] == "1" and not {"PATH", "PYTHONPATH", "LD_PRELOAD"} & set(env), "the runner sets those"
     assert "--confcutdir=/tests" in env["PYTEST_ADDOPTS"] and env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
@@ -77,10 +94,17 @@ def test_scoring_reads_only_what_the_verifier_allows(tasks):
     task = tasks["csv-file-parsing-amount-sum"]
     job = verification_job(task, [], "/app", [])
     passed = '<testsuite><testcase classname="test_outputs" name="test_script_exists"/></testsuite>'
-    both = ('<testsuite><testcase classname="test_outputs" name="test_script_exists"/>'
-            '<testcase classname="test_outputs" name="test_sum_calculation_correct"/></testsuite>')
-    raw = {"pid": 42, "exit_code": 1, "timed_out": False, "output": "", "files": {
-        ".terminal_rl_junit/42.xml": passed, ".terminal_rl_junit/77.xml": both, "reward.txt": "1"}}
+    both = (
+        '<testsuite><testcase classname="test_outputs" name="test_script_exists"/>'
+        '<testcase classname="test_outputs" name="test_sum_calculation_correct"/></testsuite>'
+    )
+    raw = {
+        "pid": 42,
+        "exit_code": 1,
+        "timed_out": False,
+        "output": "",
+        "files": {".terminal_rl_junit/42.xml": passed, ".terminal_rl_junit/77.xml": both, "reward.txt": "1"},
+    }
     weighted = score(task, job, raw, "", 1.0)
     assert weighted.score == 0.2, "only the report of the pytest the verifier started counts"
     harbor = score(replace(task, verifier=VerifierKind.HARBOR), job, raw, "", 1.0)

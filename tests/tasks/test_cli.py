@@ -5,8 +5,13 @@ from terminal_rl.config import PROJECT_ROOT
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "terminal_rl.tasks", *args], capture_output=True, text=True,
-                          cwd=PROJECT_ROOT, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "terminal_rl.tasks", *args],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_prepare_prints_summary_and_writes_files(tmp_path):
@@ -23,7 +28,9 @@ def test_prepare_prints_summary_and_writes_files(tmp_path):
 def test_prepare_reports_rejected_rows(tmp_path):
     bad = tmp_path / "bad.csv"
     source = (PROJECT_ROOT / "data/terminal_bench_rl.csv").read_text(encoding="utf-8")
-    bad.write_text(source.replace('test_hook_script_executable"": 0.35', 'test_hook_script_executable"": 0.45'), encoding="utf-8")
+    bad.write_text(
+        source.replace('test_hook_script_executable"": 0.35', 'test_hook_script_executable"": 0.45'), encoding="utf-8"
+    )
     result = run_cli("prepare", "run.id=cli", f"run.output_root={tmp_path}", f"task_set.path={bad}")
     assert result.returncode == 0, result.stderr
     assert "Rejected: 1 tasks" in result.stdout

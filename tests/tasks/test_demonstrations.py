@@ -25,8 +25,11 @@ def test_solutions_and_a_share_of_mistakes_as_protocol_turns():
 
 
 def test_multi_line_scripts_are_one_command_a_turn_and_other_protocols_are_refused():
-    assert demonstration_turns("cd /app\n\nls -la\n", "bash_only") == ["<command>cd /app</command>",
-                                                                      "<command>ls -la</command>", "<done/>"]
+    assert demonstration_turns("cd /app\n\nls -la\n", "bash_only") == [
+        "<command>cd /app</command>",
+        "<command>ls -la</command>",
+        "<done/>",
+    ]
     with pytest.raises(ValueError, match="not 'xml_yaml'"):
         demonstration_turns("ls", "xml_yaml")
     with pytest.raises(ValueError, match=r"mistake_share.hard=1.5 must be in \[0, 1\]"):

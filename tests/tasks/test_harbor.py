@@ -39,7 +39,9 @@ def test_harbor_round_trip(harbor_fixture, default_limits, tmp_path):
     assert again.content_hash == task.content_hash
     original, exported = files_below(harbor_fixture), files_below(folder)
     assert set(exported) == set(original)
-    assert {p: d for p, d in exported.items() if p != "task.toml"} == {p: d for p, d in original.items() if p != "task.toml"}
+    assert {p: d for p, d in exported.items() if p != "task.toml"} == {
+        p: d for p, d in original.items() if p != "task.toml"
+    }
     written = tomllib.loads((folder / "task.toml").read_text())
     assert written["metadata"]["difficulty"] == "easy" and written["environment"]["memory_mb"] == 1024
     assert (folder / "tests" / "test.sh").stat().st_mode & 0o111
@@ -54,7 +56,11 @@ def test_csv_task_exports_to_a_harbor_folder_with_weighted_scoring(tbrl_csv, def
     assert set(exported.tests) == {"test.sh", "test_outputs.py", "test_weights.json", "weighted_reward.py"}
     # The pre-agent file is baked into the image for standard harnesses, and read back as a start file.
     assert (folder / "environment/_preagent/server-expired.crt").read_bytes() == task.files["server-expired.crt"]
-    assert (folder / "environment/Dockerfile").read_text().endswith('COPY ["_preagent/server-expired.crt", "server-expired.crt"]\n')
+    assert (
+        (folder / "environment/Dockerfile")
+        .read_text()
+        .endswith('COPY ["_preagent/server-expired.crt", "server-expired.crt"]\n')
+    )
     assert exported.files == task.files and exported.environment.build_context == task.environment.build_context
     assert exported.environment.dockerfile == task.environment.dockerfile + "\n"  # the CSV's ends without one
     # The copied scorer runs standalone on a JUnit report.
@@ -64,8 +70,12 @@ def test_csv_task_exports_to_a_harbor_folder_with_weighted_scoring(tbrl_csv, def
         f'<testsuite><testcase classname="test_outputs" name="{names[0]}"/>'
         f'<testcase classname="test_outputs" name="{names[1]}"><failure/></testcase></testsuite>'
     )
-    out = subprocess.run([sys.executable, folder / "tests/weighted_reward.py", junit, folder / "tests/test_weights.json"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, folder / "tests/weighted_reward.py", junit, folder / "tests/test_weights.json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert float(out) == task.test_weights[names[0]]
 
 
@@ -73,7 +83,9 @@ def test_harbor_problems_are_reported(harbor_fixture, default_limits, tmp_path):
     bad = tmp_path / "bad"
     export_harbor(load_harbor(harbor_fixture, default_limits).tasks[0], tmp_path)
     (tmp_path / "count-lines").rename(bad)
-    (bad / "task.toml").write_text((bad / "task.toml").read_text().replace('difficulty = "easy"', 'difficulty = "trivial"'))
+    (bad / "task.toml").write_text(
+        (bad / "task.toml").read_text().replace('difficulty = "easy"', 'difficulty = "trivial"')
+    )
     loaded = load_harbor(tmp_path, default_limits)
     assert loaded.tasks == []
     assert [str(p) for p in loaded.problems] == [

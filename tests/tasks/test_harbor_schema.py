@@ -75,8 +75,11 @@ def test_every_export_passes_harbors_own_linter(harbor_lint, tbrl_csv, harbor_fi
     config = {folder: [f["message"] for f in found if f["rule"] in CONFIG_RULES] for folder, found in findings.items()}
     assert {folder: found for folder, found in config.items() if found} == {}
     # The limit Harbor has no field for is kept where its schema allows anything, and read back.
-    assert all(again.limits == task.limits for task, folder in zip(tasks, folders)
-               for again in load_harbor(folder, default_limits).tasks)
+    assert all(
+        again.limits == task.limits
+        for task, folder in zip(tasks, folders)
+        for again in load_harbor(folder, default_limits).tasks
+    )
 
 
 def test_the_linter_does_find_an_unknown_field(harbor_lint, harbor_fixture, default_limits, tmp_path):

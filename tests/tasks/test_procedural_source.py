@@ -2,11 +2,10 @@
 and its held-out tasks of fresh parameters (no instruction of the training seed's)."""
 
 import pytest
-from omegaconf import OmegaConf
 
 from terminal_rl.config import compose
-from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.prepare import train_and_val
+from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.task_set import task_set_config, validation_source
 from terminal_rl.training.preflight import check_dataset
 from tests.support import SMALL_LIMITS
@@ -25,8 +24,9 @@ def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
     assert not {t.prompt for t in train} & {t.prompt for t in held_out}
     skewed_levels = ["easy", "medium", "hard", "hard"]
     skewed = procedural_tasks("write_value", 300, 0, skewed_levels, SMALL_LIMITS)
-    apart = procedural_tasks("write_value", 120, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0], exclude_count=300,
-                             exclude_levels=skewed_levels)
+    apart = procedural_tasks(
+        "write_value", 120, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0], exclude_count=300, exclude_levels=skewed_levels
+    )
     assert not {t.prompt for t in skewed} & {t.prompt for t in apart}, "training levels other than held-out's"
     # Exactly the training tasks are excluded: most of the family's 200 one-word instructions stay.
     easy = {t.prompt for t in apart if t.difficulty.value == "easy"}
@@ -37,8 +37,9 @@ def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
     assert {t.prompt for t in train} & {t.prompt for t in plain}, "without the exclusion some repeat"
     assert all(t.metadata["mistake"] == t.solution.replace("/app/", "/tmp/") for t in held_out)
     with pytest.raises(ValueError, match=r"gave only \d+ of 3 tasks outside the excluded seeds \[0\]"):
-        procedural_tasks("write_value", 3, 1, ["easy"], SMALL_LIMITS, exclude_seeds=[0], exclude_count=4000,
-                         exclude_levels=["easy"])
+        procedural_tasks(
+            "write_value", 3, 1, ["easy"], SMALL_LIMITS, exclude_seeds=[0], exclude_count=4000, exclude_levels=["easy"]
+        )
     with pytest.raises(ValueError, match="seed=0 is one of exclude_seeds"):
         procedural_tasks("write_value", 3, 0, LEVELS, SMALL_LIMITS, exclude_seeds=[0])
 
@@ -47,11 +48,19 @@ def test_a_validation_source_replaces_the_split():
     split = write_value_config("task_set.procedural.count=30")
     train, val, problems = train_and_val(split)
     assert (len(train), len(val), problems) == (27, 3, [])
-    config = write_value_config("task_set.procedural.count=30", "+task_set.validation={procedural: "
-                                "{seed: 1, exclude_seeds: [0], exclude_count: 30, count: 9}}")
+    config = write_value_config(
+        "task_set.procedural.count=30",
+        "+task_set.validation={procedural: {seed: 1, exclude_seeds: [0], exclude_count: 30, count: 9}}",
+    )
     held = validation_source(config)
-    assert held.procedural == {"count": 9, "seed": 1, "levels": LEVELS, "exclude_seeds": [0], "exclude_count": 30,
-                               "exclude_levels": None}
+    assert held.procedural == {
+        "count": 9,
+        "seed": 1,
+        "levels": LEVELS,
+        "exclude_seeds": [0],
+        "exclude_count": 30,
+        "exclude_levels": None,
+    }
     train, val, _ = train_and_val(config)
     assert len(train) == 30 and len(val) == 9
     assert not {t.prompt for t in train} & {t.prompt for t in val}
@@ -70,6 +79,7 @@ def test_an_empty_split_is_refused_by_preflight_before_any_work():
 
     assert problems("task_set.procedural.count=8") == [
         "task_set write_value: the validation split has no valid task (task_set.val_fraction=0.1 of 8, rounded per "
-        "difficulty): use more tasks, another task_set.val_fraction, or a task_set.validation source"]
+        "difficulty): use more tasks, another task_set.val_fraction, or a task_set.validation source"
+    ]
     assert problems("task_set.procedural.count=30") == []
     assert problems("task_set.procedural.count=8", "+task_set.validation={procedural: {seed: 1, count: 3}}") == []

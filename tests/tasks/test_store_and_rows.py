@@ -3,7 +3,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from terminal_rl.run_context import RunContext, RunConfig
+from terminal_rl.run_context import RunConfig, RunContext
 from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
 from terminal_rl.tasks.model import task_from_json, task_to_json
 from terminal_rl.tasks.prepare import prepare_task_set
@@ -19,7 +19,9 @@ def tasks(tbrl_csv, default_limits):
 
 @pytest.fixture(scope="module")
 def prepared(tbrl_task_set, tmp_path_factory):
-    run = RunContext.from_config(RunConfig(id="t", output_root=str(tmp_path_factory.mktemp("out")), node_local_root="/tmp/x"))
+    run = RunContext.from_config(
+        RunConfig(id="t", output_root=str(tmp_path_factory.mktemp("out")), node_local_root="/tmp/x")
+    )
     return prepare_task_set(tbrl_task_set, run, agent_name="terminal_agent"), run
 
 

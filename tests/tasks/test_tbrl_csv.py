@@ -40,7 +40,9 @@ def test_row_fields(loaded):
     task = next(t for t in loaded.tasks if t.id == "git-deployment-workflow-setup")
     assert task.verifier is VerifierKind.WEIGHTED_PYTEST
     assert task.test_weights == {
-        "test_hook_script_executable": 0.35, "test_nginx_service_running": 0.15, "test_deployment_works_correctly": 0.5
+        "test_hook_script_executable": 0.35,
+        "test_nginx_service_running": 0.15,
+        "test_deployment_works_correctly": 0.5,
     }
     assert task.tags == ("version-control", "build-automation", "web-server", "sys-admin")
     assert list(task.tests) == ["test_outputs.py"]
@@ -92,10 +94,17 @@ def test_bad_rows_are_reported_and_excluded_not_repaired(tmp_path, rows, default
 
     assert report.valid == []  # the good row is a duplicate of the last one: both go
     assert messages[good["task_id"]] == [f"id: duplicate id, used 2 times (csv:{path}#row=1, csv:{path}#row=5)"]
-    assert messages[broken_json["task_id"]] == ["test_weights: broken JSON (Expecting property name enclosed in double quotes at line 1 column 16)"]
+    assert messages[broken_json["task_id"]] == [
+        "test_weights: broken JSON (Expecting property name enclosed in double quotes at line 1 column 16)"
+    ]
     assert len(messages[unknown_key["task_id"]]) == 2
-    assert messages[unknown_key["task_id"]][0].startswith("test_weights: weight keys ['test_does_not_exist'] name no test function")
-    assert messages[unknown_key["task_id"]][1] == f"test_weights: test functions ['{first}'] have no weight; give every test a weight or omit weights"
+    assert messages[unknown_key["task_id"]][0].startswith(
+        "test_weights: weight keys ['test_does_not_exist'] name no test function"
+    )
+    assert (
+        messages[unknown_key["task_id"]][1]
+        == f"test_weights: test functions ['{first}'] have no weight; give every test a weight or omit weights"
+    )
     assert messages[escape["task_id"]] == ["files: path '../../etc/passwd' escapes its folder with '..'"]
     problem = next(p for p in report.problems if p.task_id == broken_json["task_id"])
     assert str(problem).startswith(f"task {broken_json['task_id']!r} (csv:{path}#row=2): test_weights: broken JSON")

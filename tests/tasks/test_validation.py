@@ -29,11 +29,19 @@ class Helper:
 @pytest.fixture
 def task(default_limits) -> Task:
     return Task(
-        id="t1", title="T", prompt="do it", difficulty=Difficulty.EASY, category="c", tags=(),
+        id="t1",
+        title="T",
+        prompt="do it",
+        difficulty=Difficulty.EASY,
+        category="c",
+        tags=(),
         environment=Environment(dockerfile="# base\nFROM debian:bookworm\nRUN true\n"),
-        tests={"test_outputs.py": SOURCE}, verifier=VerifierKind.WEIGHTED_PYTEST,
+        tests={"test_outputs.py": SOURCE},
+        verifier=VerifierKind.WEIGHTED_PYTEST,
         test_weights={"test_a": 0.5, "test_b": 0.25, "TestGroup::test_c": 0.25},
-        files={"/etc/motd": b"hi", "notes/readme.txt": b"x"}, limits=default_limits, source="test",
+        files={"/etc/motd": b"hi", "notes/readme.txt": b"x"},
+        limits=default_limits,
+        source="test",
     )
 
 
@@ -59,14 +67,25 @@ def test_syntax_error_in_tests_is_reported(task):
 @pytest.mark.parametrize(
     ("weights", "expected"),
     [
-        ({"test_a": 0.5, "test_b": 0.25, "TestGroup::test_c": 0.2},
-         ["test_weights: weights sum to 0.95, must sum to 1 (±1e-06)"]),
-        ({"test_a": 1.25, "test_b": -0.25, "TestGroup::test_c": 0.0},
-         ["test_weights: weight of 'test_b' is -0.25, must be >= 0"]),
-        ({"test_a": "0.5", "test_b": 0.25, "TestGroup::test_c": 0.25},
-         ["test_weights: weight of 'test_a' is '0.5', not a finite number"]),
-        ({"test_a": 0.5, "test_b": 0.5},
-         ["test_weights: test functions ['TestGroup::test_c'] have no weight; give every test a weight or omit weights"]),
+        (
+            {"test_a": 0.5, "test_b": 0.25, "TestGroup::test_c": 0.2},
+            ["test_weights: weights sum to 0.95, must sum to 1 (±1e-06)"],
+        ),
+        (
+            {"test_a": 1.25, "test_b": -0.25, "TestGroup::test_c": 0.0},
+            ["test_weights: weight of 'test_b' is -0.25, must be >= 0"],
+        ),
+        (
+            {"test_a": "0.5", "test_b": 0.25, "TestGroup::test_c": 0.25},
+            ["test_weights: weight of 'test_a' is '0.5', not a finite number"],
+        ),
+        (
+            {"test_a": 0.5, "test_b": 0.5},
+            [
+                "test_weights: test functions ['TestGroup::test_c'] have no weight; give every test a weight or "
+                "omit weights"
+            ],
+        ),
     ],
 )
 def test_weight_problems(task, weights, expected):
@@ -76,15 +95,22 @@ def test_weight_problems(task, weights, expected):
 def test_absent_weights_mean_equal_weights(task):
     unweighted = replace(task, test_weights=None)
     assert messages(unweighted) == []
-    assert effective_weights(unweighted) == pytest.approx({"TestGroup::test_c": 1 / 3, "test_a": 1 / 3, "test_b": 1 / 3})
+    assert effective_weights(unweighted) == pytest.approx(
+        {"TestGroup::test_c": 1 / 3, "test_a": 1 / 3, "test_b": 1 / 3}
+    )
 
 
 def test_weights_within_tolerance_pass(task):
-    assert messages(replace(task, test_weights={"test_a": 0.3333333, "test_b": 0.3333333, "TestGroup::test_c": 0.3333334})) == []
+    assert (
+        messages(replace(task, test_weights={"test_a": 0.3333333, "test_b": 0.3333333, "TestGroup::test_c": 0.3333334}))
+        == []
+    )
 
 
 def test_environment_and_path_problems(task):
-    no_from = replace(task, environment=Environment(dockerfile="RUN echo hi\n", build_context={"/abs": b"", "a/../../b": b""}))
+    no_from = replace(
+        task, environment=Environment(dockerfile="RUN echo hi\n", build_context={"/abs": b"", "a/../../b": b""})
+    )
     assert messages(no_from) == [
         "environment.dockerfile: has no FROM line",
         "environment.build_context: path '/abs' must be a non-empty relative path",

@@ -19,9 +19,15 @@ JUNIT = """<?xml version="1.0"?>
 
 def test_outcomes_count_skip_xfail_and_error_as_not_passed():
     assert junit_outcomes(JUNIT) == {
-        "test_pass": "passed", "test_fail": "failed", "test_skip": "skipped", "test_xfail": "skipped",
-        "test_error": "error", "TestGroup::test_method": "passed", "test_param[1]": "passed",
-        "test_param[2]": "failed", "test_teardown": "error",
+        "test_pass": "passed",
+        "test_fail": "failed",
+        "test_skip": "skipped",
+        "test_xfail": "skipped",
+        "test_error": "error",
+        "TestGroup::test_method": "passed",
+        "test_param[1]": "passed",
+        "test_param[2]": "failed",
+        "test_teardown": "error",
     }
 
 

@@ -22,10 +22,13 @@ def run_verl_advantage(rewards, mask, uids, spans, turn_rewards, alpha=0.5, by_s
     token_rewards = torch.zeros(mask.shape)
     last = mask.shape[1] - 1 - torch.flip(mask, [1]).argmax(1)
     token_rewards[torch.arange(len(rewards)), last] = torch.tensor(rewards)
-    data = DataProto.from_dict(tensors={"token_level_rewards": token_rewards, "response_mask": mask},
-                               non_tensors={"uid": np.array(uids, dtype=object)})
-    credit = TurnCredit(alpha=alpha, gamma=0.95, w_outcome=0.7, w_exec=0.15, w_format=0.15, w_efficiency=0.05,
-                        epsilon=0.0)
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(uids, dtype=object)},
+    )
+    credit = TurnCredit(
+        alpha=alpha, gamma=0.95, w_outcome=0.7, w_exec=0.15, w_format=0.15, w_efficiency=0.05, epsilon=0.0
+    )
     turns = BatchTurns(spans, turn_rewards, credit)
     config = OmegaConf.create({"norm_adv_by_std_in_grpo": by_std})
     with turns_for_batch(turns):
@@ -39,8 +42,9 @@ def test_tokens_get_the_outcome_advantage_mixed_with_their_turns_advantage():
     # sample 1 one turn at [0, 2). Turn rewards: position 0 [0.9, 0.3] -> +-1/sqrt(2); position 1
     # reached by sample 0 alone -> 0.
     mask = torch.tensor([[1, 1, 0, 1, 1], [1, 1, 0, 0, 0]])
-    advantages, metrics = run_verl_advantage([1.0, 0.0], mask, ["g", "g"], [[(0, 2), (3, 5)], [(0, 2)]],
-                                             [[0.9, 1.2], [0.3]])
+    advantages, metrics = run_verl_advantage(
+        [1.0, 0.0], mask, ["g", "g"], [[(0, 2), (3, 5)], [(0, 2)]], [[0.9, 1.2], [0.3]]
+    )
     a = 1 / math.sqrt(2)
     expected = torch.tensor([[a, a, 0, 0.5 * a, 0.5 * a], [-a, -a, 0, 0, 0]])
     assert torch.allclose(advantages, expected, atol=1e-5)
@@ -53,8 +57,9 @@ def test_a_masked_row_gets_nothing_and_alpha_zero_is_verls_grpo():
     from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
     mask = torch.tensor([[1, 1, 1], [1, 1, 0], [0, 0, 0]])
-    advantages, _ = run_verl_advantage([1.0, 0.0, 0.0], mask, ["g", "g", "h"], [[(0, 3)], [(0, 2)], [(0, 3)]],
-                                       [[1.0], [0.0], [0.5]], alpha=0.0)
+    advantages, _ = run_verl_advantage(
+        [1.0, 0.0, 0.0], mask, ["g", "g", "h"], [[(0, 3)], [(0, 2)], [(0, 3)]], [[1.0], [0.0], [0.5]], alpha=0.0
+    )
     rewards = torch.zeros(3, 3)
     rewards[0, 2], rewards[1, 1] = 1.0, 0.0
     grpo, _ = compute_grpo_outcome_advantage(rewards, mask, np.array(["g", "g", "h"], dtype=object), 0.0)
@@ -67,8 +72,12 @@ def test_the_estimator_refuses_to_run_without_the_batch_turns():
     import terminal_rl.integrations.verl.advantages  # noqa: F401 - registers mt_grpo
 
     with pytest.raises(RuntimeError, match="needs each row's turn spans"):
-        get_adv_estimator_fn("mt_grpo")(token_level_rewards=torch.zeros(1, 2), response_mask=torch.ones(1, 2),
-                                       index=np.array(["g"], dtype=object), config=None)
+        get_adv_estimator_fn("mt_grpo")(
+            token_level_rewards=torch.zeros(1, 2),
+            response_mask=torch.ones(1, 2),
+            index=np.array(["g"], dtype=object),
+            config=None,
+        )
 
 
 def test_the_shuffled_control_is_verl_grpo_of_each_groups_rewards_in_another_order():
@@ -88,9 +97,13 @@ def test_the_shuffled_control_is_verl_grpo_of_each_groups_rewards_in_another_ord
     mask[1, 3] = 0
     token_rewards = torch.zeros(8, 4)
     token_rewards[:, 2] = torch.tensor(rewards)
-    data = DataProto.from_dict(tensors={"token_level_rewards": token_rewards, "response_mask": mask},
-                               non_tensors={"uid": np.array(uids, dtype=object)})
-    out = compute_advantage(data, adv_estimator=GRPO_SHUFFLED, config=OmegaConf.create({"norm_adv_by_std_in_grpo": True}))
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(uids, dtype=object)},
+    )
+    out = compute_advantage(
+        data, adv_estimator=GRPO_SHUFFLED, config=OmegaConf.create({"norm_adv_by_std_in_grpo": True})
+    )
     shuffled = torch.zeros(8, 4)
     shuffled[:, 0] = torch.tensor(shuffle_within_groups(rewards, uids))
     expected, _ = compute_grpo_outcome_advantage(shuffled, mask, np.array(uids, dtype=object))

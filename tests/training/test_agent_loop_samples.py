@@ -25,16 +25,23 @@ def verl_advantages(sessions: dict[str, tuple[list[TokenSample], float]]) -> dic
 
     rows = [(name, i, row, score) for name, (session, score) in sessions.items() for i, row in enumerate(session)]
     width = max(len(row.response_mask) for _, _, row, _ in rows)
-    mask = torch.tensor([row.response_mask + [0] * (width - len(row.response_mask)) for _, _, row, _ in rows],
-                        dtype=torch.float32)
+    mask = torch.tensor(
+        [row.response_mask + [0] * (width - len(row.response_mask)) for _, _, row, _ in rows], dtype=torch.float32
+    )
     rewards = torch.zeros_like(mask)
     for r, (_, _, row, score) in enumerate(rows):
         rewards[r, max([j for j, m in enumerate(row.response_mask) if m] or [0])] = score
-    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask,
-                                        "responses": torch.zeros_like(mask, dtype=torch.long)},
-                               non_tensors={"uid": np.array(["group"] * len(rows), dtype=object)})
-    out = compute_advantage_for_multi_trajectories(data, [f"group_{n}_{i}" for n, i, _, _ in rows],
-                                                   AdvantageEstimator.GRPO).batch["advantages"]
+    data = DataProto.from_dict(
+        tensors={
+            "token_level_rewards": rewards,
+            "response_mask": mask,
+            "responses": torch.zeros_like(mask, dtype=torch.long),
+        },
+        non_tensors={"uid": np.array(["group"] * len(rows), dtype=object)},
+    )
+    out = compute_advantage_for_multi_trajectories(
+        data, [f"group_{n}_{i}" for n, i, _, _ in rows], AdvantageEstimator.GRPO
+    ).batch["advantages"]
     result: dict[str, list[list[float]]] = {}
     for r, (name, _, row, _) in enumerate(rows):
         result.setdefault(name, []).append(out[r, : len(row.response_mask)].tolist())

@@ -17,8 +17,16 @@ from tests.training.conftest import train_config
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qwen3_32b_h100_4x8.yaml"
 # Checks of the machine (dataset on disk, Docker, free disk, flash-attn) are covered elsewhere: a GPU
 # preset's node is not this one.
-OFFLINE = ("check_dataset", "check_docker", "check_disk", "check_checkpoint_disk", "check_model_offline",
-           "check_sandbox_mounts", "check_flash_attention", "check_judge_reachable")
+OFFLINE = (
+    "check_dataset",
+    "check_docker",
+    "check_disk",
+    "check_checkpoint_disk",
+    "check_model_offline",
+    "check_sandbox_mounts",
+    "check_flash_attention",
+    "check_judge_reachable",
+)
 
 
 def split_pair(pair: str) -> tuple[str, str]:
@@ -36,12 +44,15 @@ def test_every_supported_pair_composes_and_passes_verl_validation(pair):
     assert cfg.model_hardware.tensor_parallel == cfg.actor_rollout_ref.rollout.tensor_model_parallel_size
 
 
-@pytest.mark.parametrize(("model", "hardware"), [("qwen3_32b", "cpu"), ("qwen3_8b", "cpu"), ("qwen3_32b", "a100_2x"),
-                                                 ("tiny", "h100_8x")])
+@pytest.mark.parametrize(
+    ("model", "hardware"), [("qwen3_32b", "cpu"), ("qwen3_8b", "cpu"), ("qwen3_32b", "a100_2x"), ("tiny", "h100_8x")]
+)
 def test_unsupported_pairs_are_rejected(model, hardware):
     [problem] = run_preflight(train_config(f"model={model}", f"hardware={hardware}"), verl_problems, skip=OFFLINE)
-    assert problem.startswith(f"model={model} is not supported on hardware={hardware} (no "
-                              f"conf/model_hardware/{model}_{hardware}.yaml); supported model_hardware pairs: ")
+    assert problem.startswith(
+        f"model={model} is not supported on hardware={hardware} (no "
+        f"conf/model_hardware/{model}_{hardware}.yaml); supported model_hardware pairs: "
+    )
 
 
 def test_micro_batches_divide_each_data_parallel_ranks_share_not_each_gpus():
@@ -49,66 +60,133 @@ def test_micro_batches_divide_each_data_parallel_ranks_share_not_each_gpus():
     micro-batch of 16 fits (a share of 256 / 32 GPUs = 8 would refuse it)."""
     from terminal_rl.training.preflight import check_batches
 
-    assert check_batches(train_config("model=qwen3_32b", "hardware=h100_4x8", "model_hardware.micro_batch_per_gpu=16")) == []
+    assert (
+        check_batches(train_config("model=qwen3_32b", "hardware=h100_4x8", "model_hardware.micro_batch_per_gpu=16"))
+        == []
+    )
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    (["data.train_batch_size=3", "actor_rollout_ref.rollout.n=5"], "data.train_batch_size (3) x rollout.n (5) = 15 "
-     "trajectories per step is not divisible by the data-parallel size (32 GPUs / Ulysses 4 = 8)"),
-    (["actor_rollout_ref.rollout.tensor_model_parallel_size=3"], "tensor-parallel size 3 does not divide gpus_per_node (8)"),
-    (["actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=6"],
-     "Ulysses sequence-parallel size 6 does not divide qwen3_32b's 64 attention heads / 8 KV heads"),
-    (["model.context.max_context_tokens=65536"], "agent.max_context_tokens (65536) exceeds qwen3_32b's context length (40960)"),
-    (["model_hardware.optimizer_offload=false", "model_hardware.param_offload=false", "hardware=h100_8x",
-      "model_hardware.micro_batch_per_gpu=4"], "estimated training memory"),
-    (["reward_mix=tests65_judge35", "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY"],
-     "the judge can weigh in the reward, but $TERMINAL_RL_NO_SUCH_KEY (judge.api_key_env) is not set"),
-    (["actor_rollout_ref.actor.ppo_mini_batch_size=5"], "actor.ppo_mini_batch_size (5) must divide data.train_batch_size (16)"),
-    (["curriculum=judge_anneal", "trainer.total_training_steps=3", "judge.api_key_env="],
-     "curriculum: the judge weight reaches 0 only at step 4, after the run's 3 training steps"),
-    (["agent.history=per_turn", "algorithm.adv_estimator=rloo"], "agent.history=per_turn needs an advantage estimator"),
-    (["fixture_guard=sometimes"], "fixture_guard='sometimes' is not one of ['off', 'flag', 'zero']"),
-    (["hardware.attention=sdpa"], "Ulysses sequence parallelism (4) needs hardware.attention=flash_attention_2"),
-    (["algorithm=mt_grpo", "agent.history=per_turn"], "agent.history=per_turn needs an advantage estimator"),
-    (["model.lora.rank=8", "model.lora.target_modules=[q_proj,v_prj]"],
-     "model.lora.target_modules ['v_prj'] match no projection of qwen3_32b"),
-    (["model.lora.rank=8", "actor_rollout_ref.model.lora_rank=0"],
-     "actor_rollout_ref.model.lora_rank=0 (alpha 16) differs from model.lora.rank=8"),
-    (["+model.lora.rnak=64"], "model.lora: LoRA: unknown config key(s) ['rnak']"),
-    (["model.lora.rank=8", "model.lora.target_modules=q_proj"], "model.lora.target_modules must be all-linear or a list"),
-    (["model.lora.rank=8", "actor_rollout_ref.model.target_modules=[q_prj]"],
-     "actor_rollout_ref.model.target_modules=['q_prj'] differs from model.lora.target_modules=all-linear"),
-    # Ulysses 4 on 32 GPUs: 8 data-parallel ranks get 32 trajectories each (not 256 / 32 GPUs = 8).
-    (["model_hardware.micro_batch_per_gpu=3"],
-     "a mini-batch of 16 prompts x 16 rollouts gives 32 trajectories per data-parallel rank (the data-parallel size "
-     "(32 GPUs / Ulysses 4 = 8))"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["data.train_batch_size=3", "actor_rollout_ref.rollout.n=5"],
+            "data.train_batch_size (3) x rollout.n (5) = 15 "
+            "trajectories per step is not divisible by the data-parallel size (32 GPUs / Ulysses 4 = 8)",
+        ),
+        (
+            ["actor_rollout_ref.rollout.tensor_model_parallel_size=3"],
+            "tensor-parallel size 3 does not divide gpus_per_node (8)",
+        ),
+        (
+            ["actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=6"],
+            "Ulysses sequence-parallel size 6 does not divide qwen3_32b's 64 attention heads / 8 KV heads",
+        ),
+        (
+            ["model.context.max_context_tokens=65536"],
+            "agent.max_context_tokens (65536) exceeds qwen3_32b's context length (40960)",
+        ),
+        (
+            [
+                "model_hardware.optimizer_offload=false",
+                "model_hardware.param_offload=false",
+                "hardware=h100_8x",
+                "model_hardware.micro_batch_per_gpu=4",
+            ],
+            "estimated training memory",
+        ),
+        (
+            ["reward_mix=tests65_judge35", "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY"],
+            "the judge can weigh in the reward, but $TERMINAL_RL_NO_SUCH_KEY (judge.api_key_env) is not set",
+        ),
+        (
+            ["actor_rollout_ref.actor.ppo_mini_batch_size=5"],
+            "actor.ppo_mini_batch_size (5) must divide data.train_batch_size (16)",
+        ),
+        (
+            ["curriculum=judge_anneal", "trainer.total_training_steps=3", "judge.api_key_env="],
+            "curriculum: the judge weight reaches 0 only at step 4, after the run's 3 training steps",
+        ),
+        (
+            ["agent.history=per_turn", "algorithm.adv_estimator=rloo"],
+            "agent.history=per_turn needs an advantage estimator",
+        ),
+        (["fixture_guard=sometimes"], "fixture_guard='sometimes' is not one of ['off', 'flag', 'zero']"),
+        (["hardware.attention=sdpa"], "Ulysses sequence parallelism (4) needs hardware.attention=flash_attention_2"),
+        (["algorithm=mt_grpo", "agent.history=per_turn"], "agent.history=per_turn needs an advantage estimator"),
+        (
+            ["model.lora.rank=8", "model.lora.target_modules=[q_proj,v_prj]"],
+            "model.lora.target_modules ['v_prj'] match no projection of qwen3_32b",
+        ),
+        (
+            ["model.lora.rank=8", "actor_rollout_ref.model.lora_rank=0"],
+            "actor_rollout_ref.model.lora_rank=0 (alpha 16) differs from model.lora.rank=8",
+        ),
+        (["+model.lora.rnak=64"], "model.lora: LoRA: unknown config key(s) ['rnak']"),
+        (
+            ["model.lora.rank=8", "model.lora.target_modules=q_proj"],
+            "model.lora.target_modules must be all-linear or a list",
+        ),
+        (
+            ["model.lora.rank=8", "actor_rollout_ref.model.target_modules=[q_prj]"],
+            "actor_rollout_ref.model.target_modules=['q_prj'] differs from model.lora.target_modules=all-linear",
+        ),
+        # Ulysses 4 on 32 GPUs: 8 data-parallel ranks get 32 trajectories each (not 256 / 32 GPUs = 8).
+        (
+            ["model_hardware.micro_batch_per_gpu=3"],
+            "a mini-batch of 16 prompts x 16 rollouts gives 32 trajectories per data-parallel rank (the "
+            "data-parallel size "
+            "(32 GPUs / Ulysses 4 = 8))",
+        ),
+    ],
+)
 def test_seeded_bad_configs_are_rejected_with_the_right_message(overrides, message):
     cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", *overrides)
     problems = run_preflight(cfg, verl_problems, skip=OFFLINE)
     assert any(p.startswith(message) for p in problems), problems
 
 
-@pytest.mark.parametrize(("curriculum", "reward_mix", "needs_key"), [
-    ("none", "tests_only", False), ("difficulty_linear", "tests_only", False), ("none", "tests65_judge35", True),
-    ("difficulty_linear", "tests65_judge35", True), ("judge_anneal", "tests_only", True)])
+@pytest.mark.parametrize(
+    ("curriculum", "reward_mix", "needs_key"),
+    [
+        ("none", "tests_only", False),
+        ("difficulty_linear", "tests_only", False),
+        ("none", "tests65_judge35", True),
+        ("difficulty_linear", "tests65_judge35", True),
+        ("judge_anneal", "tests_only", True),
+    ],
+)
 def test_the_judge_key_is_required_exactly_when_some_stage_weighs_the_judge(curriculum, reward_mix, needs_key):
-    cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", f"curriculum={curriculum}", f"reward_mix={reward_mix}",
-                       "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY")
+    cfg = train_config(
+        "model=qwen3_32b",
+        "hardware=h100_4x8",
+        f"curriculum={curriculum}",
+        f"reward_mix={reward_mix}",
+        "judge.api_key_env=TERMINAL_RL_NO_SUCH_KEY",
+    )
     problems = run_preflight(cfg, verl_problems, skip=OFFLINE)
     assert any("TERMINAL_RL_NO_SUCH_KEY" in p for p in problems) == needs_key, problems
 
 
-@pytest.mark.parametrize("overrides", [["algorithm=mt_grpo"], ["algorithm=dr_grpo"], ["model/lora=r64"],
-                                       ["algorithm=mt_grpo", "model/lora=r64", "credit.mask_truncated=true"]])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["algorithm=mt_grpo"],
+        ["algorithm=dr_grpo"],
+        ["model/lora=r64"],
+        ["algorithm=mt_grpo", "model/lora=r64", "credit.mask_truncated=true"],
+    ],
+)
 def test_the_algorithm_and_lora_presets_compose_and_pass_preflight_and_verl(overrides):
     cfg = train_config("model=qwen3_8b", "hardware=h100_8x", *overrides)
     problems = run_preflight(cfg, verl_problems, skip=OFFLINE)
     if cfg.model.lora.rank and importlib.util.find_spec("vllm") is None:
         # verl asks the installed vLLM for the LoRA ranks it serves (verl/utils/config.py l. 212-215,
         # workers/rollout/vllm_rollout/utils.py l. 83-98); the CPU set installs no vLLM.
-        assert problems == ["verl validate_config: ValueError: vllm version None not supported and SGLang also not "
-                            "Found. Currently supported vllm versions are 0.18.0+"]
+        assert problems == [
+            "verl validate_config: ValueError: vllm version None not supported and SGLang also not "
+            "Found. Currently supported vllm versions are 0.18.0+"
+        ]
     else:
         assert problems == []
 
@@ -148,8 +226,9 @@ def test_the_training_dtype_is_the_hardware_presets_for_actor_reference_and_sft(
         assert engine.mixed_precision.param_dtype == expected
 
 
-@pytest.mark.parametrize(("avx512_bf16", "amx", "expected"), [
-    (False, False, "fp32"), (True, False, "bf16"), (False, True, "bf16")])
+@pytest.mark.parametrize(
+    ("avx512_bf16", "amx", "expected"), [(False, False, "fp32"), (True, False, "bf16"), (False, True, "bf16")]
+)
 def test_a_cpu_trains_in_bf16_only_when_it_computes_bf16_natively(monkeypatch, avx512_bf16, amx, expected):
     import torch
 
@@ -175,11 +254,14 @@ def test_flattened_config_snapshot_for_qwen3_32b_on_h100_4x8():
         SNAPSHOT.write_text(yaml.safe_dump(flat, sort_keys=True))
     assert flat == yaml.safe_load(SNAPSHOT.read_text()), (
         "the composed qwen3_32b x h100_4x8 config drifted from tests/training/snapshots; if intended, delete the "
-        "snapshot and rerun to record the new one")
+        "snapshot and rerun to record the new one"
+    )
 
 
 def test_a_ten_turn_episode_is_not_cut_at_four_thousand_tokens():
-    limits = EpisodeLimits(max_turns=50, max_tokens_per_turn=4000, max_context_tokens=32768, max_consecutive_parse_errors=3)
+    limits = EpisodeLimits(
+        max_turns=50, max_tokens_per_turn=4000, max_context_tokens=32768, max_consecutive_parse_errors=3
+    )
     episode = Episode.__new__(Episode)
     episode.limits = limits
     context, budgets = 1500, []
@@ -217,9 +299,15 @@ def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
         assert check_judge_reachable(train_config(*judged, f"judge.base_url={live}")) == []
     closed = f"http://127.0.0.1:{free_port()}/v1"
     [problem] = check_judge_reachable(train_config(*judged, f"judge.base_url={closed}"))
-    assert problem.startswith(f"the judge's endpoint {closed} (anthropic/claude-sonnet-4-20250514) does not answer from ")
-    assert check_judge_reachable(train_config("hardware=cpu", "model=tiny", "reward_mix=tests_only",
-                                              f"judge.base_url={closed}")) == [], "the judge has no weight"
+    assert problem.startswith(
+        f"the judge's endpoint {closed} (anthropic/claude-sonnet-4-20250514) does not answer from "
+    )
+    assert (
+        check_judge_reachable(
+            train_config("hardware=cpu", "model=tiny", "reward_mix=tests_only", f"judge.base_url={closed}")
+        )
+        == []
+    ), "the judge has no weight"
     # Behind the environment's proxy the proxy is what must answer (the judge's host is never looked up).
     monkeypatch.setenv("HTTPS_PROXY", closed.removesuffix("/v1"))
     [problem] = check_judge_reachable(train_config(*judged, "judge.base_url=https://judge.invalid/v1"))

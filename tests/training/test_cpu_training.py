@@ -42,12 +42,24 @@ def rollouts(run_dir, split="train"):
 def test_grpo_steps_log_reward_components_and_validation(cpu_run):
     steps = metrics(cpu_run["dir"])
     assert set(steps) == {1, 3, 4}, "step 2's metrics died with the first launch; the resume logged 3 and 4"
-    for key in ("reward/tests/mean", "reward/judge/mean", "reward/format/mean", "reward/exec/mean", "reward/weight/tests",
-                "rollout/masked_fraction", "rollout/ended/parse_errors", "behaviour/parse_error_rate",
-                "actor/pg_loss", "critic/score/mean", "timing_s/step", "judge/calls"):
+    for key in (
+        "reward/tests/mean",
+        "reward/judge/mean",
+        "reward/format/mean",
+        "reward/exec/mean",
+        "reward/weight/tests",
+        "rollout/masked_fraction",
+        "rollout/ended/parse_errors",
+        "behaviour/parse_error_rate",
+        "actor/pg_loss",
+        "critic/score/mean",
+        "timing_s/step",
+        "judge/calls",
+    ):
         assert key in steps[1], key
-    assert all(steps[step]["training/optimizer_steps"] == 1 for step in steps), \
+    assert all(steps[step]["training/optimizer_steps"] == 1 for step in steps), (
         "one mini-batch a step (ppo_mini_batch_size = prompts_per_step), so one optimizer step"
+    )
     log = launch_logs(cpu_run["dir"])[-1]
     assert "val-core/terminal_bench_rl/acc/mean@1" in log, "in-training validation ran on the val split"
     assert "val-aux/terminal_bench_rl/pass/mean@1" in log
@@ -58,8 +70,9 @@ def test_judge_weights_follow_the_curriculum_and_reach_zero(cpu_run):
     first, last = steps[1], steps[4]
     assert first["curriculum/drawn_stage"] == 0.0 and 0.0 < first["reward/weight/judge"] <= 0.5
     assert first["reward/weight/tests"] + first["reward/weight/judge"] == 1.0
-    assert last["curriculum/drawn_stage"] == 3.0 and last["reward/weight/judge"] == 0.0, \
+    assert last["curriculum/drawn_stage"] == 3.0 and last["reward/weight/judge"] == 0.0, (
         "the run's last quarter is tests-only: the judge really reaches 0"
+    )
     for key in ("rollout/variance_reward", "rollout/variance_tests", "rollout/zero_variance_tests", "rollout/filtered"):
         assert key in first, key
     assert cpu_run["judge_calls"] > 0
@@ -69,8 +82,11 @@ def test_judge_weights_follow_the_curriculum_and_reach_zero(cpu_run):
 def test_the_curriculum_gate_reads_every_group_before_filtering(cpu_run):
     logged, steps = rollouts(cpu_run["dir"]), metrics(cpu_run["dir"])
     for step in (1, 3, 4):
-        drawn = [t for t in logged[step] if not t["metadata"]["masked"]
-                 and t["metadata"]["stage"] == steps[step]["curriculum/drawn_stage"]]
+        drawn = [
+            t
+            for t in logged[step]
+            if not t["metadata"]["masked"] and t["metadata"]["stage"] == steps[step]["curriculum/drawn_stage"]
+        ]
         if not drawn:  # every group masked: the gate saw nothing (the step still counts for the stage)
             assert "curriculum/gate_test_score" not in steps[step]
             continue
@@ -101,8 +117,9 @@ def test_failures_mask_exactly_their_groups_and_never_stop_a_step(cpu_run):
     # A step whose every group is masked (only the raising task was drawn) trains nothing and goes on.
     [all_masked] = [s for s in (1, 3, 4) if steps[s]["rollout/masked_fraction"] == 1.0]
     assert steps[all_masked]["actor/pg_loss"] == 0.0 and steps[all_masked]["actor/grad_norm"] == 0.0
-    assert not [k for k, v in steps[all_masked].items() if isinstance(v, float) and math.isnan(v)], \
+    assert not [k for k, v in steps[all_masked].items() if isinstance(v, float) and math.isnan(v)], (
         "no NaN is logged for a step with no loss token (actor/entropy)"
+    )
 
 
 def test_rollouts_ran_in_real_sandboxes_and_were_verified(cpu_run):
@@ -119,27 +136,35 @@ def test_a_kill_between_save_and_metrics_resumes_with_the_curriculum(cpu_run):
     assert state["state"]["stage"] == 2, "the checkpoint holds the curriculum after step 2, saved with it"
     assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
     kept = sorted(p.name for p in checkpoints.glob("global_step_*"))
-    assert kept == ["global_step_2", "global_step_3", "global_step_4"], \
+    assert kept == ["global_step_2", "global_step_3", "global_step_4"], (
         "trainer.max_actor_ckpt_to_keep=3 holds across the resume (verl alone would keep step 1 too)"
+    )
     first_log, resumed_log = launch_logs(cpu_run["dir"])
-    assert "step:1 -" in first_log and "global_step_2" in resumed_log and "step:3 -" in resumed_log and "step:1 -" not in resumed_log
+    assert (
+        "step:1 -" in first_log
+        and "global_step_2" in resumed_log
+        and "step:3 -" in resumed_log
+        and "step:1 -" not in resumed_log
+    )
     assert metrics(cpu_run["dir"])[3]["curriculum/drawn_stage"] == 2.0, "step 3 drew where step 2 left off"
 
 
 def test_wandb_logs_offline(cpu_run):
     runs = list((cpu_run["dir"] / "logs" / "wandb").glob("offline-run-*"))
     assert runs, "wandb wrote an offline run to sync later"
-    print(f"CPU run wall time: first launch {cpu_run['seconds'][0]:.0f}s (2 steps), resume {cpu_run['seconds'][1]:.0f}s")
+    print(
+        f"CPU run wall time: first launch {cpu_run['seconds'][0]:.0f}s (2 steps), resume {cpu_run['seconds'][1]:.0f}s"
+    )
 
 
 def test_resumed_run_draws_the_tasks_an_uninterrupted_run_would(cpu_run):
     """The pure sampler, restored from the step-2 checkpoint, predicts exactly step 3's tasks."""
     import pyarrow.parquet as pq
+    import yaml
 
     from terminal_rl.config import CONF_DIR
     from terminal_rl.curriculum.sampler import TaskSampler
     from terminal_rl.curriculum.schedule import CurriculumState, schedule_from_config
-    import yaml
 
     run_dir = cpu_run["dir"]
     state = json.loads((run_dir / "checkpoints" / "global_step_2" / "curriculum.json").read_text())
@@ -159,9 +184,10 @@ def test_the_console_shows_the_run_and_a_line_per_step_and_the_log_has_the_rest(
         lines = launch.splitlines()
         assert lines[0] == "preflight: ok (tiny on cpu)", launch[:2000]
         notes = [line for line in lines[1:] if line.startswith("preflight: ")]
-        assert any(note.startswith("preflight: trained tokens") for note in notes) and \
-            any(note.startswith("preflight: checkpoints: ") for note in notes), launch[:2000]
-        lines = [lines[0], *lines[1 + len(notes):]]
+        assert any(note.startswith("preflight: trained tokens") for note in notes) and any(
+            note.startswith("preflight: checkpoints: ") for note in notes
+        ), launch[:2000]
+        lines = [lines[0], *lines[1 + len(notes) :]]
         assert lines[1].startswith("terminal_rl train  run ci  ->  "), launch[:2000]
         assert any("tasks       fault_tasks.csv: train" in line for line in lines)
         assert any(line.startswith("  curriculum  staged (") for line in lines)
@@ -194,5 +220,9 @@ def test_the_run_trains_lora_with_turn_level_advantages_and_truncation_masking(c
             assert all(t["metadata"]["loss_masked"] == "truncated" for t in ended)
             expected = sum(not t["metadata"]["masked"] for t in ended) / len(kept)
             assert steps[step][f"rollout/loss_masked_{reason}"] == pytest.approx(expected), (step, reason)
-    assert all(t["metadata"]["loss_masked"] is None for s in logged.values() for t in s
-               if t["termination"] not in ("max_turns", "context_exhausted"))
+    assert all(
+        t["metadata"]["loss_masked"] is None
+        for s in logged.values()
+        for t in s
+        if t["termination"] not in ("max_turns", "context_exhausted")
+    )

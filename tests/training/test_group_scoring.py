@@ -10,8 +10,15 @@ MIX = RewardMix({"tests": 0.65, "judge": 0.35})
 
 
 def rollout(score, termination="finished"):
-    return Trajectory("t", "h", "p", "x", termination=termination, turns=[Turn(0, "", [], [], "o", None, 0, 0)],
-                      verification=None if termination == "sandbox_error" else {"score": score})
+    return Trajectory(
+        "t",
+        "h",
+        "p",
+        "x",
+        termination=termination,
+        turns=[Turn(0, "", [], [], "o", None, 0, 0)],
+        verification=None if termination == "sandbox_error" else {"score": score},
+    )
 
 
 def judge_returning(*scores):
@@ -109,9 +116,15 @@ def test_a_failing_judge_is_a_missing_judgement_not_a_failed_group():
 
 def test_groups_the_tests_separate_keep_their_test_reward_without_the_judge():
     judge, calls = judge_returning(0.2, 0.9)
-    separated = run(score_rollout_group([rollout(1.0), rollout(0.0)], RewardMix(MIX.weights, "drop"), 20, judge,
-                                        only_unseparated=True))
+    separated = run(
+        score_rollout_group(
+            [rollout(1.0), rollout(0.0)], RewardMix(MIX.weights, "drop"), 20, judge, only_unseparated=True
+        )
+    )
     assert separated.rewards == [1.0, 0.0] and not separated.masked and separated.judge_skipped and calls == []
-    tied = run(score_rollout_group([rollout(0.0), rollout(0.0)], RewardMix(MIX.weights, "drop"), 20, judge,
-                                   only_unseparated=True))
+    tied = run(
+        score_rollout_group(
+            [rollout(0.0), rollout(0.0)], RewardMix(MIX.weights, "drop"), 20, judge, only_unseparated=True
+        )
+    )
     assert calls == [[0.0, 0.0]] and tied.rewards == pytest.approx([0.35 * 0.2, 0.35 * 0.9])

@@ -1,7 +1,8 @@
 """The README's main command as a new user types it: `make run`, the learning proof's treatment
 (experiment=learning_proof), shrunk to CI size so the experiment cannot rot: the SFT warm start on 24
 demonstrations played in real sandboxes (1 epoch), then 2 GRPO steps of 4 prompts x 2 rollouts with
-held-out validation before training and after. Everything a first run does happens: the tiny model and its tokenizer are made,
+held-out validation before training and after. Everything a first run does happens: the tiny model and its tokenizer
+are made,
 the chain of apps runs, Ray, verl, our agent loop and the verifier train the warm-started model."""
 
 import json
@@ -17,12 +18,15 @@ pytestmark = [pytest.mark.docker, pytest.mark.verl, pytest.mark.xdist_group("mai
 
 @pytest.mark.timeout(1800)
 def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
-    args = (f"trainer.total_training_steps=2 trainer.test_freq=2 task_set.procedural.count=24 "
-            f"task_set.validation.procedural.count=6 warm_start.epochs=1 model_hardware.prompts_per_step=4 "
-            f"model_hardware.rollouts_per_prompt=2 run.output_root={tmp_path} run.id=main")
+    args = (
+        f"trainer.total_training_steps=2 trainer.test_freq=2 task_set.procedural.count=24 "
+        f"task_set.validation.procedural.count=6 warm_start.epochs=1 model_hardware.prompts_per_step=4 "
+        f"model_hardware.rollouts_per_prompt=2 run.output_root={tmp_path} run.id=main"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN", "PYTEST"))}
-    result = subprocess.run(["make", "run", f"ARGS={args}"], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                            env=env, timeout=1500)
+    result = subprocess.run(
+        ["make", "run", f"ARGS={args}"], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env, timeout=1500
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     lines = result.stdout.splitlines()
     assert any(line.startswith("warm start: SFT of tiny_learner on demonstrations") for line in lines)

@@ -17,13 +17,24 @@ def verl_pg_loss(log_prob, old_log_prob, advantages, loss_mask):
     from verl.trainer.ppo.core_algos import get_policy_loss_fn
     from verl.workers.config import ActorConfig
 
-    config = ActorConfig(strategy="fsdp2", ppo_mini_batch_size=2, ppo_micro_batch_size_per_gpu=1,
-                         rollout_n=1, policy_loss={"loss_mode": LOSS_MODE})
-    config.global_batch_info.update(dp_size=1, batch_num_tokens=int(loss_mask.sum()), global_batch_size=len(loss_mask),
-                                    loss_scale_factor=None)
+    config = ActorConfig(
+        strategy="fsdp2",
+        ppo_mini_batch_size=2,
+        ppo_micro_batch_size_per_gpu=1,
+        rollout_n=1,
+        policy_loss={"loss_mode": LOSS_MODE},
+    )
+    config.global_batch_info.update(
+        dp_size=1, batch_num_tokens=int(loss_mask.sum()), global_batch_size=len(loss_mask), loss_scale_factor=None
+    )
     loss, _ = get_policy_loss_fn(config.policy_loss["loss_mode"])(
-        old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages, response_mask=loss_mask.bool(),
-        loss_agg_mode="token-mean", config=config)
+        old_log_prob=old_log_prob,
+        log_prob=log_prob,
+        advantages=advantages,
+        response_mask=loss_mask.bool(),
+        loss_agg_mode="token-mean",
+        config=config,
+    )
     return loss
 
 
@@ -67,13 +78,24 @@ def dr_grpo_loss(log_prob, old_log_prob, advantages, loss_mask, trajectories: in
     from verl.trainer.ppo.core_algos import get_policy_loss_fn
     from verl.workers.config import ActorConfig
 
-    config = ActorConfig(strategy="fsdp2", ppo_mini_batch_size=trajectories, ppo_micro_batch_size_per_gpu=1,
-                         rollout_n=1, policy_loss={"loss_mode": LOSS_MODE})
-    config.global_batch_info.update(dp_size=1, batch_num_tokens=int(loss_mask.sum()), global_batch_size=len(loss_mask),
-                                    loss_scale_factor=100)
-    loss, _ = get_policy_loss_fn(LOSS_MODE)(old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages,
-                                            response_mask=loss_mask.bool(), loss_agg_mode="seq-mean-token-sum-norm",
-                                            config=config)
+    config = ActorConfig(
+        strategy="fsdp2",
+        ppo_mini_batch_size=trajectories,
+        ppo_micro_batch_size_per_gpu=1,
+        rollout_n=1,
+        policy_loss={"loss_mode": LOSS_MODE},
+    )
+    config.global_batch_info.update(
+        dp_size=1, batch_num_tokens=int(loss_mask.sum()), global_batch_size=len(loss_mask), loss_scale_factor=100
+    )
+    loss, _ = get_policy_loss_fn(LOSS_MODE)(
+        old_log_prob=old_log_prob,
+        log_prob=log_prob,
+        advantages=advantages,
+        response_mask=loss_mask.bool(),
+        loss_agg_mode="seq-mean-token-sum-norm",
+        config=config,
+    )
     return loss
 
 

@@ -52,10 +52,19 @@ class LongTurns(FakeServerManager):
 
 def test_the_rehearsal_composes_the_user_commands_shapes():
     user, rehearsal = train_config(*USER_COMMAND), train_config(*REHEARSAL)
-    for key in ("data.max_prompt_length", "data.max_response_length", "data.train_batch_size",
-                "actor_rollout_ref.rollout.n", "actor_rollout_ref.actor.ppo_mini_batch_size", "agent.history",
-                "agent.max_turns", "trainer.max_actor_ckpt_to_keep", "trainer.save_freq", "curriculum.kind",
-                "curriculum.stages"):
+    for key in (
+        "data.max_prompt_length",
+        "data.max_response_length",
+        "data.train_batch_size",
+        "actor_rollout_ref.rollout.n",
+        "actor_rollout_ref.actor.ppo_mini_batch_size",
+        "agent.history",
+        "agent.max_turns",
+        "trainer.max_actor_ckpt_to_keep",
+        "trainer.save_freq",
+        "curriculum.kind",
+        "curriculum.stages",
+    ):
         assert _get(rehearsal, key) == _get(user, key), key
     assert (rehearsal.model.name, rehearsal.hardware.device) == (user.model.name, "cpu")
 
@@ -85,8 +94,11 @@ def test_an_episode_at_production_lengths_runs_to_its_budget_as_preflight_estima
     assert turns >= 0.9 * allowed, f"{history}: {turns} of the {allowed} turns the budget allows"
 
     # preflight's own estimate (what it prints) for an episode of the shape measured here
-    measured = [f"cost_estimate.first_prompt_tokens={first}", f"cost_estimate.turn_tokens={TURN_TOKENS}",
-                f"cost_estimate.observation_tokens={observation}"]
+    measured = [
+        f"cost_estimate.first_prompt_tokens={first}",
+        f"cost_estimate.turn_tokens={TURN_TOKENS}",
+        f"cost_estimate.observation_tokens={observation}",
+    ]
     estimate = step_costs(train_config(*REHEARSAL, f"agent.history={history}", *measured))[History(history)]
     rows, tokens = len(outputs), sum(len(o.prompt_ids) + len(o.response_ids) for o in outputs)
     assert rows == estimate.rows and abs(turns - estimate.turns) <= 1, (rows, turns, estimate)
@@ -100,7 +112,11 @@ def test_an_episode_at_production_lengths_runs_to_its_budget_as_preflight_estima
     actor = cfg.actor_rollout_ref.actor
     mini_batches = cfg.data.train_batch_size // actor.ppo_mini_batch_size
     user = train_config(*USER_COMMAND)
-    dp = user.trainer.nnodes * user.trainer.n_gpus_per_node // user.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
+    dp = (
+        user.trainer.nnodes
+        * user.trainer.n_gpus_per_node
+        // user.actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size
+    )
     n, step_rows = cfg.actor_rollout_ref.rollout.n, episodes * rows
     mini = mini_batch_prompts(step_rows, n, dp, mini_batches)
     assert mini_batches == 1 and -(-step_rows // (mini * n)) == 1, "one optimizer step a step"

@@ -9,8 +9,14 @@ from omegaconf import OmegaConf
 
 from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, LiteLLMPolicy
 from terminal_rl.agent.policies.token_policy import TokenPolicy, TokenPolicyConfig
-from terminal_rl.agent.tokens import (ChatTokenizer, bundled_qwen3_tokenizer_dir, drop_earlier_reasoning, load_tokenizer,
-                                     per_turn_prompt, prompt_digest)
+from terminal_rl.agent.tokens import (
+    ChatTokenizer,
+    bundled_qwen3_tokenizer_dir,
+    drop_earlier_reasoning,
+    load_tokenizer,
+    per_turn_prompt,
+    prompt_digest,
+)
 from terminal_rl.run_context import RunContext
 from terminal_rl.tasks.prepare import prepare_task_set
 from terminal_rl.tasks.task_set import task_set_config
@@ -24,10 +30,12 @@ pytestmark = [pytest.mark.docker, pytest.mark.verl]
 
 TASK = "csv-file-parsing-amount-sum"
 # Model turns; the second is cut off by the token cap (no end-of-turn token).
-TURNS = ["<bash>\ncmd: 'ls /app && cat /app/data.csv'\n</bash>",
-         "<think>\nthe sum is 425, I will write the script and then",
-         "<think>\nWrite it.\n</think>\n\n<write_file>\nfile_path: /app/parser.py\ncontent: |\n  print(425)\n</write_file>",
-         "<finish>\nmessage: done\n</finish>"]
+TURNS = [
+    "<bash>\ncmd: 'ls /app && cat /app/data.csv'\n</bash>",
+    "<think>\nthe sum is 425, I will write the script and then",
+    "<think>\nWrite it.\n</think>\n\n<write_file>\nfile_path: /app/parser.py\ncontent: |\n  print(425)\n</write_file>",
+    "<finish>\nmessage: done\n</finish>",
+]
 
 
 class FakeServerManager:
@@ -43,8 +51,12 @@ class FakeServerManager:
         ids = self.turns.pop(0)
         if isinstance(ids, Exception):
             raise ids
-        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed",
-                           extra_fields={"global_steps": len(self.prompts)})
+        return TokenOutput(
+            token_ids=ids,
+            log_probs=[-0.5] * len(ids),
+            stop_reason="completed",
+            extra_fields={"global_steps": len(self.prompts)},
+        )
 
 
 def scripted_ids(tokenizer):
@@ -60,23 +72,47 @@ def run_verl_loop(tmp_path, tokenizer, history, thinking, turns=None, shapes=("h
 
     from terminal_rl.integrations.verl import agent_loop
 
-    cfg = train_config(*shapes, "task_set=tbrl_smoke", f"run.output_root={tmp_path}",
-                       "actor_rollout_ref.rollout.n=1", f"agent.history={history}",
-                       f"+data.apply_chat_template_kwargs.enable_thinking={thinking}")
+    cfg = train_config(
+        *shapes,
+        "task_set=tbrl_smoke",
+        f"run.output_root={tmp_path}",
+        "actor_rollout_ref.rollout.n=1",
+        f"agent.history={history}",
+        f"+data.apply_chat_template_kwargs.enable_thinking={thinking}",
+    )
     OmegaConf.resolve(cfg)
     run = RunContext.from_config(cfg.run)
     prepared = prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
     task = next(t for t in tasks_from_parquet(prepared.train_file) if t.id == TASK)
     agent_loop._STATE = None
     manager = turns if isinstance(turns, FakeServerManager) else FakeServerManager(turns or scripted_ids(tokenizer))
-    loop = agent_loop.TerminalAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=manager, tokenizer=tokenizer,
-                                        processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data))
+    loop = agent_loop.TerminalAgentLoop(
+        trainer_config=DictConfigWrap(cfg),
+        server_manager=manager,
+        tokenizer=tokenizer,
+        processor=None,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(cfg.data),
+    )
     ledger = StepLedger(max_refills=0)
     loop.state.ledger = LocalActor(ledger)
-    extra_info = {"task_id": task.id, "content_hash": task.content_hash, "task_store": str(run.task_store_dir),
-                  "split": "train", "difficulty": task.difficulty.value, "index": 0}
-    outputs = asyncio.run(loop.run({"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True},
-                                   extra_info=extra_info, uid="u1", session_id=0, global_steps=3))
+    extra_info = {
+        "task_id": task.id,
+        "content_hash": task.content_hash,
+        "task_store": str(run.task_store_dir),
+        "split": "train",
+        "difficulty": task.difficulty.value,
+        "index": 0,
+    }
+    outputs = asyncio.run(
+        loop.run(
+            {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True},
+            extra_info=extra_info,
+            uid="u1",
+            session_id=0,
+            global_steps=3,
+        )
+    )
     agent_loop._STATE = None
     trajectories = [line for line in (run.log_dir / "rollouts").glob("train_step000003.*.jsonl")]
     return outputs, manager.prompts, ledger, trajectories
@@ -88,8 +124,9 @@ def tokenizer():
 
 
 def template(tokenizer, messages, thinking):
-    return tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, enable_thinking=thinking,
-                                         return_dict=False)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=True, enable_thinking=thinking, return_dict=False
+    )
 
 
 def history_before(trajectory, turn: int) -> list[dict]:
@@ -113,8 +150,9 @@ def test_verl_loop_append_stream_is_the_template(tmp_path, tokenizer, thinking):
     assert output.prompt_ids + output.response_ids[: len(prompts[3]) - len(output.prompt_ids)] == prompts[3]
     model = [t for t, m in zip(output.response_ids, output.response_mask) if m == 1]
     assert model == [t for turn in scripted_ids(tokenizer) for t in turn], "the loss mask is the model's tokens"
-    assert output.extra_fields["min_global_steps"] == 1 and output.extra_fields["max_global_steps"] == 4, \
+    assert output.extra_fields["min_global_steps"] == 1 and output.extra_fields["max_global_steps"] == 4, (
         "weights versions of the first and the last turn"
+    )
     assert output.response_logprobs[: len(scripted_ids(tokenizer)[0])] == [-0.5] * len(scripted_ids(tokenizer)[0])
     recorded = ledger.take(3)
     assert [(g.task_id, g.masked) for g in recorded] == [(TASK, False)], "the group reached the step ledger"
@@ -139,18 +177,41 @@ def test_verl_loop_per_turn_outputs_are_what_a_chat_api_is_sent(tmp_path, tokeni
     assert len(rewards) == 1 and trajectory["termination"] == "finished", "every row carries the trajectory's reward"
     texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in scripted_ids(tokenizer)]
     with FakeLLMServer(texts) as server:
-        chat_api = episode(tasks[TASK], "xml_yaml", LiteLLMPolicy(LiteLLMConfig(
-            model="openai/policy", base_url=server.base_url, api_key_env="", temperature=1.0, max_retries=0,
-            timeout_sec=30, concurrency=1)))
+        chat_api = episode(
+            tasks[TASK],
+            "xml_yaml",
+            LiteLLMPolicy(
+                LiteLLMConfig(
+                    model="openai/policy",
+                    base_url=server.base_url,
+                    api_key_env="",
+                    temperature=1.0,
+                    max_retries=0,
+                    timeout_sec=30,
+                    concurrency=1,
+                )
+            ),
+        )
     assert chat_api.termination == "finished"
     sent_messages = [r["messages"] for r in server.requests]
     assert [template(tokenizer, m, True) for m in sent_messages] == prompts
     # The evaluation's token policy in per_turn mode sends the same ids (vLLM /v1/completions).
     with FakeLLMServer([list(ids) for ids in scripted_ids(tokenizer)]) as server:
-        token_policy = TokenPolicy(TokenPolicyConfig(
-            base_url=server.base_url, model="policy", tokenizer=str(bundled_qwen3_tokenizer_dir()),
-            enable_thinking=True, temperature=1.0, top_p=1.0, top_k=0, max_retries=0, timeout_sec=30, concurrency=1),
-            history="per_turn")
+        token_policy = TokenPolicy(
+            TokenPolicyConfig(
+                base_url=server.base_url,
+                model="policy",
+                tokenizer=str(bundled_qwen3_tokenizer_dir()),
+                enable_thinking=True,
+                temperature=1.0,
+                top_p=1.0,
+                top_k=0,
+                max_retries=0,
+                timeout_sec=30,
+                concurrency=1,
+            ),
+            history="per_turn",
+        )
         assert episode(tasks[TASK], "xml_yaml", token_policy).termination == "finished"
     assert [r["prompt"] for r in server.requests] == prompts
 

@@ -13,12 +13,15 @@ from terminal_rl.integrations.verl.trainer import mini_batch_prompts, session_ro
 pytestmark = pytest.mark.verl
 
 
-@pytest.mark.parametrize(("rows", "n", "dp", "mini_batches", "expected"), [
-    (16, 4, 2, 1, 4),   # one row per session (append): the configured 4 prompts x 4 = 16 rows
-    (53, 4, 2, 1, 14),  # per-turn rows: 53 rows fit one mini-batch of 14 x 4 = 56 rows (padded)
-    (53, 4, 2, 2, 8),   # two mini-batches configured: two of 32 rows
-    (3, 2, 1, 1, 2),
-])
+@pytest.mark.parametrize(
+    ("rows", "n", "dp", "mini_batches", "expected"),
+    [
+        (16, 4, 2, 1, 4),  # one row per session (append): the configured 4 prompts x 4 = 16 rows
+        (53, 4, 2, 1, 14),  # per-turn rows: 53 rows fit one mini-batch of 14 x 4 = 56 rows (padded)
+        (53, 4, 2, 2, 8),  # two mini-batches configured: two of 32 rows
+        (3, 2, 1, 1, 2),
+    ],
+)
 def test_mini_batches_are_sized_in_sessions(rows, n, dp, mini_batches, expected):
     size = mini_batch_prompts(rows, n, dp, mini_batches)
     assert size == expected
@@ -35,11 +38,19 @@ def test_each_session_counts_once_by_its_last_row():
 def curriculum(tmp_path):
     rows = [{"extra_info": {"task_id": t, "difficulty": d}} for t, d in (("a", "easy"), ("b", "easy"), ("c", "hard"))]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
-    stages = [{"name": "first", "difficulty_weights": {"easy": 1}, "fraction": 0.5},
-              {"name": "last", "difficulty_weights": {"hard": 1}}]
-    settings = {"curriculum": {"kind": "staged", "stages": stages}, "data_filter": {"kind": "none"}, "seed": 0,
-                "image_report": str(tmp_path / "image_builds.json"), "total_training_steps": 4, "total_epochs": 1,
-                "train_batch_size": 1}
+    stages = [
+        {"name": "first", "difficulty_weights": {"easy": 1}, "fraction": 0.5},
+        {"name": "last", "difficulty_weights": {"hard": 1}},
+    ]
+    settings = {
+        "curriculum": {"kind": "staged", "stages": stages},
+        "data_filter": {"kind": "none"},
+        "seed": 0,
+        "image_report": str(tmp_path / "image_builds.json"),
+        "total_training_steps": 4,
+        "total_epochs": 1,
+        "train_batch_size": 1,
+    }
     return lambda: RunCurriculum(settings, str(tmp_path / "train.parquet"))
 
 
@@ -68,8 +79,12 @@ def test_a_checkpoint_without_curriculum_state_cannot_resume(curriculum, tmp_pat
 
 
 def test_tasks_whose_image_fails_leave_the_pool(curriculum, tmp_path):
-    report = {"outcomes": [{"task_id": "a", "ok": False, "category": "other", "reason": "exit code 7"},
-                           {"task_id": "b", "ok": True, "category": "", "reason": ""}]}
+    report = {
+        "outcomes": [
+            {"task_id": "a", "ok": False, "category": "other", "reason": "exit code 7"},
+            {"task_id": "b", "ok": True, "category": "", "reason": ""},
+        ]
+    }
     (tmp_path / "image_builds.json").write_text(json.dumps(report))
     run = curriculum()
     assert run.sampler.unavailable == {"a"} and {run.next_task()[0] for _ in range(20)} == {"b"}

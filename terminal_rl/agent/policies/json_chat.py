@@ -29,14 +29,18 @@ def reply_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(candidate)
     except json.JSONDecodeError as error:
-        raise MalformedReply(f"the reply is not JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
+        raise MalformedReply(
+            f"the reply is not JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
     if not isinstance(value, dict):
         raise MalformedReply(f"the reply must be one JSON object, got {type(value).__name__}")
     return value
 
 
-CORRECTION = ("Your reply could not be used: {error}. Reply again with only the JSON object the instructions "
-              "ask for, with exactly those keys.")
+CORRECTION = (
+    "Your reply could not be used: {error}. Reply again with only the JSON object the instructions "
+    "ask for, with exactly those keys."
+)
 
 
 class JsonChat:
@@ -44,8 +48,9 @@ class JsonChat:
         self._policy = LiteLLMPolicy(config)
         self._max_tokens = max_tokens
 
-    async def ask(self, messages: list[dict[str, str]], parse: Callable[[str], T],
-                  usage: dict[str, float]) -> tuple[T, list[dict[str, str]]]:
+    async def ask(
+        self, messages: list[dict[str, str]], parse: Callable[[str], T], usage: dict[str, float]
+    ) -> tuple[T, list[dict[str, str]]]:
         """``parse(reply)`` and the conversation including the reply that gave it; ``parse`` raises
         MalformedReply for an unusable reply, which gets one correction request.
 

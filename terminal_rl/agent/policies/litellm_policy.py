@@ -64,9 +64,14 @@ class LiteLLMPolicy(Policy):
         async with self._slots:
             try:
                 response = await litellm.acompletion(
-                    model=config.model, messages=messages, api_base=config.base_url or None,
-                    api_key=api_key or "none", temperature=config.temperature, max_tokens=max_tokens,
-                    timeout=config.timeout_sec, num_retries=config.max_retries,
+                    model=config.model,
+                    messages=messages,
+                    api_base=config.base_url or None,
+                    api_key=api_key or "none",
+                    temperature=config.temperature,
+                    max_tokens=max_tokens,
+                    timeout=config.timeout_sec,
+                    num_retries=config.max_retries,
                 )
             except Exception as error:  # litellm raises many types; all mean "no reply"
                 raise PolicyError(f"{config.model}: {type(error).__name__}: {error}") from error

@@ -54,9 +54,16 @@ class TokenPolicy(Policy):
 
     async def generate(self, prompt_ids: list[int], max_tokens: int) -> Generation:
         config = self.config
-        request = {"model": config.model, "prompt": prompt_ids, "max_tokens": max_tokens,
-                   "temperature": config.temperature, "top_p": config.top_p, "top_k": config.top_k,
-                   "logprobs": 1, "return_token_ids": True}
+        request = {
+            "model": config.model,
+            "prompt": prompt_ids,
+            "max_tokens": max_tokens,
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "top_k": config.top_k,
+            "logprobs": 1,
+            "return_token_ids": True,
+        }
         last_error = ""
         async with self._slots, httpx.AsyncClient(base_url=config.base_url, timeout=config.timeout_sec) as client:
             for attempt in range(config.max_retries + 1):
@@ -88,6 +95,8 @@ def _generation(body: dict, base_url: str) -> Generation:
 def _error_message(response: httpx.Response) -> str:
     try:
         error = response.json()["error"]
-        return f"{error.get('type', '')}: {error['message']}" + (f" (param {error['param']})" if error.get("param") else "")
+        return f"{error.get('type', '')}: {error['message']}" + (
+            f" (param {error['param']})" if error.get("param") else ""
+        )
     except (ValueError, KeyError, TypeError):
         return response.text[:300]

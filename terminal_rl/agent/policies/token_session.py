@@ -30,7 +30,9 @@ Generate = Callable[[list[int], int], Awaitable[Generation]]
 
 
 class TokenSession(PolicySession):
-    def __init__(self, chat: ChatTokenizer, history: str, generate: Generate, limits: SequenceLimits = SequenceLimits()):
+    def __init__(
+        self, chat: ChatTokenizer, history: str, generate: Generate, limits: SequenceLimits = SequenceLimits()
+    ):
         self.chat = chat
         self.history_kind = history
         self.history: TokenHistory | None = None
@@ -56,6 +58,10 @@ class TokenSession(PolicySession):
         except Exception as error:  # whatever the model server raised: the policy failed, not the agent
             raise PolicyError(f"{type(error).__name__}: {error}") from error
         self.history.add_model_turn(generation.token_ids, generation.log_probs, generation.version)
-        return Reply(text=self.chat.decode(generation.token_ids), latency_sec=time.monotonic() - started,
-                     completion_tokens=len(generation.token_ids), context_tokens=self.history.context_tokens,
-                     token_ids=list(generation.token_ids))
+        return Reply(
+            text=self.chat.decode(generation.token_ids),
+            latency_sec=time.monotonic() - started,
+            completion_tokens=len(generation.token_ids),
+            context_tokens=self.history.context_tokens,
+            token_ids=list(generation.token_ids),
+        )

@@ -34,8 +34,10 @@ class ActionProtocol(ABC):
 
     def initial_messages(self, instruction: str, terminal_state: str = "") -> list[dict[str, str]]:
         """System prompt from the file, the task's instruction as the first user message."""
-        return [{"role": "system", "content": self.prompt_text().rstrip("\n")},
-                {"role": "user", "content": instruction}]
+        return [
+            {"role": "system", "content": self.prompt_text().rstrip("\n")},
+            {"role": "user", "content": instruction},
+        ]
 
     @abstractmethod
     def parse(self, text: str) -> ParseResult:

@@ -13,8 +13,10 @@ from terminal_rl.agent.protocols.base import ActionProtocol, strip_thinking
 
 DEFAULT_DURATION_SEC = 1.0
 MAX_DURATION_SEC = 60.0
-_FORM = ('Respond with one JSON object: {"analysis": "...", "plan": "...", '
-         '"commands": [{"keystrokes": "ls -la\\n", "duration": 0.1}], "task_complete": false}')
+_FORM = (
+    'Respond with one JSON object: {"analysis": "...", "plan": "...", '
+    '"commands": [{"keystrokes": "ls -la\\n", "duration": 0.1}], "task_complete": false}'
+)
 
 
 class TerminusJsonProtocol(ActionProtocol):
@@ -48,8 +50,11 @@ class TerminusJsonProtocol(ActionProtocol):
             duration = command.get("duration", DEFAULT_DURATION_SEC)
             if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration < 0:
                 return ParseResult(error=f'Command {number}: "duration" must be a number of seconds >= 0. {_FORM}')
-            actions.append(Action("keys", {"keystrokes": command["keystrokes"],
-                                           "duration": min(float(duration), MAX_DURATION_SEC)}))
+            actions.append(
+                Action(
+                    "keys", {"keystrokes": command["keystrokes"], "duration": min(float(duration), MAX_DURATION_SEC)}
+                )
+            )
         if data.get("task_complete") is True:
             actions.append(Action("finish", {"message": str(data.get("analysis", ""))}))
         if not actions:

@@ -57,16 +57,19 @@ def turns_for_batch(turns: BatchTurns) -> Iterator[BatchTurns]:
 
 
 @register_adv_est(MT_GRPO)
-def mt_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray,
-                      config=None, **_) -> tuple[torch.Tensor, torch.Tensor]:
+def mt_grpo_advantage(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray, config=None, **_
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A = (1 - alpha) * A_outcome + alpha * A_turn(t) on each token of turn t (0 elsewhere).
 
     Shapes: ``token_level_rewards`` and ``response_mask`` (batch, response_length), ``index`` (batch,)
     group ids; returns (advantages, returns), both (batch, response_length)."""
     turns = _BATCH.get()
     if turns is None or len(turns.spans) != len(index):
-        raise RuntimeError("adv_estimator=mt_grpo needs each row's turn spans from the trainer's advantage step "
-                           "(terminal_rl.integrations.verl.trainer); it cannot run in another trainer")
+        raise RuntimeError(
+            "adv_estimator=mt_grpo needs each row's turn spans from the trainer's advantage step "
+            "(terminal_rl.integrations.verl.trainer); it cannot run in another trainer"
+        )
     credit = turns.credit
     by_std = bool(config.get("norm_adv_by_std_in_grpo", True)) if config is not None else True
     outcome, _ = compute_grpo_outcome_advantage(token_level_rewards, response_mask, index, credit.epsilon, by_std)
@@ -74,7 +77,7 @@ def mt_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Te
     length = response_mask.shape[1]
     turn_part = torch.zeros_like(outcome)
     for row, (spans, values) in enumerate(zip(turns.spans, per_turn)):
-        positions = torch.tensor(token_turns(spans[:len(values)], length))
+        positions = torch.tensor(token_turns(spans[: len(values)], length))
         reached = positions >= 0
         turn_part[row, reached] = torch.tensor(values, dtype=outcome.dtype)[positions[reached]]
     advantages = ((1 - credit.alpha) * outcome + credit.alpha * turn_part) * response_mask
@@ -85,8 +88,9 @@ def mt_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Te
 
 
 @register_adv_est(GRPO_SHUFFLED)
-def shuffled_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray,
-                            config=None, **_) -> tuple[torch.Tensor, torch.Tensor]:
+def shuffled_grpo_advantage(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray, config=None, **_
+) -> tuple[torch.Tensor, torch.Tensor]:
     """verl's GRPO advantage of each group's rewards shuffled among the group's rows. verl's GRPO
     reads a row's reward as the sum of its token-level rewards (``core_algos.py`` l. 304), so the
     shuffled reward is placed on the first token. Every row is a trajectory (``agent.history=append``,
@@ -99,8 +103,9 @@ def shuffled_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: to
     return compute_grpo_outcome_advantage(shuffled, response_mask, index, epsilon, by_std)
 
 
-def position_metrics(outcome: torch.Tensor, per_turn: list[list[float]], alpha: float,
-                     trained: torch.Tensor) -> dict[str, float]:
+def position_metrics(
+    outcome: torch.Tensor, per_turn: list[list[float]], alpha: float, trained: torch.Tensor
+) -> dict[str, float]:
     """Mean and std of the advantage at each turn position over the trained rows, and the mean spread
     (max - min) of one trajectory's turn advantages: > 0 once turns get different credit.
     ``outcome``: (batch,) each row's outcome advantage."""
@@ -113,8 +118,11 @@ def position_metrics(outcome: torch.Tensor, per_turn: list[list[float]], alpha: 
         spreads.append(max(mixed) - min(mixed))
         for t, value in enumerate(mixed[:LOGGED_POSITIONS]):
             values.setdefault(t, []).append(value)
-    metrics = {f"advantage/turn_{t}/{name}": float(fn(series)) for t, series in values.items()
-               for name, fn in (("mean", np.mean), ("std", np.std))}
+    metrics = {
+        f"advantage/turn_{t}/{name}": float(fn(series))
+        for t, series in values.items()
+        for name, fn in (("mean", np.mean), ("std", np.std))
+    }
     if spreads:
         metrics["advantage/turn_spread"] = float(np.mean(spreads))
     return metrics

@@ -105,15 +105,22 @@ class _WorkerState:
         try:
             return await asyncio.wait_for(self.references.of(task), deadline_sec)
         except Exception:  # never the episode's failure: the guard then only flags
-            log.warning("the reference solution of %s could not be measured within %.0fs", task.id, deadline_sec,
-                        exc_info=True)
+            log.warning(
+                "the reference solution of %s could not be measured within %.0fs", task.id, deadline_sec, exc_info=True
+            )
             return None
 
     async def _score(self, trajectories: list[Trajectory]) -> GroupScores:
         meta = trajectories[0].metadata
         judge = judge_group_via_actor(self.cfg, self.run.run_id)
-        scores = await score_rollout_group(trajectories, meta["reward_mix"], self.agent.limits.max_turns, judge,
-                                           bool(self.cfg.judge.only_unseparated_groups), self.fixture_guard)
+        scores = await score_rollout_group(
+            trajectories,
+            meta["reward_mix"],
+            self.agent.limits.max_turns,
+            judge,
+            bool(self.cfg.judge.only_unseparated_groups),
+            self.fixture_guard,
+        )
         if meta["split"] != "train":
             return scores
         step, tests = meta["global_steps"], _test_scores(scores)
@@ -122,8 +129,9 @@ class _WorkerState:
             if not scores.masked and lacks_signal(scores.rewards, tests, scores.weights.get("judge", 0.0)):
                 scores.filtered = await self.ledger.claim_refill.remote(step)
             scores.filter_signal = filter_signal(len(trajectories), scores.filtered)
-        await self.ledger.record.remote(step, GroupRecord(meta["task_id"], meta["stage"], tests, scores.masked,
-                                                          scores.filtered))
+        await self.ledger.record.remote(
+            step, GroupRecord(meta["task_id"], meta["stage"], tests, scores.masked, scores.filtered)
+        )
         return scores
 
 
@@ -164,10 +172,19 @@ class TerminalAgentLoop(AgentLoopBase):
         deadline, context = episode_deadline_sec(state.default_limits, grace), {}
         try:
             await state.start()
-            task = TaskStore(Path(extra_info["task_store"])).get(TaskRef(extra_info["task_id"], extra_info["content_hash"]))
+            task = TaskStore(Path(extra_info["task_store"])).get(
+                TaskRef(extra_info["task_id"], extra_info["content_hash"])
+            )
             deadline, context = episode_deadline_sec(task.limits, grace), judge_context(task)
-            trajectory = await run_episode(task, state.factory, state.protocol, _OneSession(session, LOOP_NAME),
-                                           state.agent.limits, f"{uid[:8]}-{index}", deadline)
+            trajectory = await run_episode(
+                task,
+                state.factory,
+                state.protocol,
+                _OneSession(session, LOOP_NAME),
+                state.agent.limits,
+                f"{uid[:8]}-{index}",
+                deadline,
+            )
             # The reference's changes decide only an episode that rewrote an input its tests read.
             if state.fixture_guard is not FixtureGuard.OFF and forged_inputs(trajectory.verification or {}, None):
                 trajectory.verification["reference_changes"] = await state.reference_changes(task, deadline)
@@ -177,10 +194,15 @@ class TerminalAgentLoop(AgentLoopBase):
             trajectory.termination_detail = f"{type(error).__name__}: {error}"
         trajectory.metadata.update(
             reward_mix=reward_mix_for(state.schedule, self.config, extra_info["difficulty"], stage, validating),
-            stage=stage, global_steps=kwargs.get("global_steps", 0), split="val" if validating else "train",
-            uid=uid, session=index, task_id=extra_info["task_id"], **context)
-        scores, position = await state.barrier.submit(uid, group_size, index, trajectory,
-                                                      deadline + grace)
+            stage=stage,
+            global_steps=kwargs.get("global_steps", 0),
+            split="val" if validating else "train",
+            uid=uid,
+            session=index,
+            task_id=extra_info["task_id"],
+            **context,
+        )
+        scores, position = await state.barrier.submit(uid, group_size, index, trajectory, deadline + grace)
         samples = self._samples(session, trajectory)
         self._record(trajectory, scores, position, samples)
         return self._outputs(samples, trajectory, scores, position, kwargs, bool(sampling_params.get("logprobs")))
@@ -191,7 +213,8 @@ class TerminalAgentLoop(AgentLoopBase):
 
         async def generate(prompt_ids: list[int], max_tokens: int) -> Generation:
             output = await self.server_manager.generate(
-                request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens})
+                request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens}
+            )
             logprobs = None if output.log_probs is None else list(output.log_probs)
             return Generation(list(output.token_ids), logprobs, output.extra_fields.get("global_steps"))
 
@@ -203,16 +226,32 @@ class TerminalAgentLoop(AgentLoopBase):
         samples = [s for s in session.history.samples if s.response_ids] if session.history is not None else []
         samples = without_untrained_tail(samples)
         if not samples:  # the model never answered: one masked token keeps verl's shapes valid
-            prompt = session.history.prompt_ids() if session.history is not None else chat.prompt_ids(
-                [{"role": "user", "content": trajectory.task_id}])
+            prompt = (
+                session.history.prompt_ids()
+                if session.history is not None
+                else chat.prompt_ids([{"role": "user", "content": trajectory.task_id}])
+            )
             samples = [TokenSample(prompt)]
             samples[0].add([chat.eos_id], 0)
-        return [replace(s, response_ids=s.response_ids[:length], response_mask=s.response_mask[:length],
-                        response_logprobs=None if s.response_logprobs is None else s.response_logprobs[:length])
-                for s in samples]
+        return [
+            replace(
+                s,
+                response_ids=s.response_ids[:length],
+                response_mask=s.response_mask[:length],
+                response_logprobs=None if s.response_logprobs is None else s.response_logprobs[:length],
+            )
+            for s in samples
+        ]
 
-    def _outputs(self, samples: list[TokenSample], trajectory: Trajectory, scores: GroupScores, position: int,
-                 kwargs: dict, logprobs_requested: bool) -> list[AgentLoopOutput]:
+    def _outputs(
+        self,
+        samples: list[TokenSample],
+        trajectory: Trajectory,
+        scores: GroupScores,
+        position: int,
+        kwargs: dict,
+        logprobs_requested: bool,
+    ) -> list[AgentLoopOutput]:
         """One output per training sample of the session (masked group: loss mask all zero)."""
         # A trajectory with no model turn ran under the weights the step started with.
         fallback_version = int(kwargs.get("global_steps", 1)) - 1
@@ -223,26 +262,43 @@ class TerminalAgentLoop(AgentLoopBase):
         extra: dict[str, Any] = {"reward_extra_info": info}
         turn_level = self.state.turn_level
         if turn_level:
-            extra["turn_rewards"] = turn_rewards(scores.rewards[position],
-                                                 turn_facts([asdict(t) for t in trajectory.turns]),
-                                                 self.state.agent.limits.max_turns, self.state.turn_credit)
+            extra["turn_rewards"] = turn_rewards(
+                scores.rewards[position],
+                turn_facts([asdict(t) for t in trajectory.turns]),
+                self.state.agent.limits.max_turns,
+                self.state.turn_credit,
+            )
         outputs = []
         for sample in samples:
             mask = [0] * len(sample.response_mask) if scores.masked or truncation_masked else sample.response_mask
             first = fallback_version if sample.first_version is None else sample.first_version
             last = fallback_version if sample.last_version is None else sample.last_version
-            outputs.append(AgentLoopOutput(
-                prompt_ids=sample.prompt_ids, response_ids=sample.response_ids, response_mask=mask,
-                response_logprobs=sample.response_logprobs if logprobs_requested else None,
-                reward_score=scores.rewards[position], num_turns=len(trajectory.messages) or 1, metrics={},
-                extra_fields={**extra, **({"turn_spans": sample.turn_spans} if turn_level else {}),
-                              "min_global_steps": first, "max_global_steps": last}))
+            outputs.append(
+                AgentLoopOutput(
+                    prompt_ids=sample.prompt_ids,
+                    response_ids=sample.response_ids,
+                    response_mask=mask,
+                    response_logprobs=sample.response_logprobs if logprobs_requested else None,
+                    reward_score=scores.rewards[position],
+                    num_turns=len(trajectory.messages) or 1,
+                    metrics={},
+                    extra_fields={
+                        **extra,
+                        **({"turn_spans": sample.turn_spans} if turn_level else {}),
+                        "min_global_steps": first,
+                        "max_global_steps": last,
+                    },
+                )
+            )
         return outputs
 
     def _truncation_masked(self, trajectory: Trajectory) -> bool:
         """``credit.mask_truncated``: a trajectory cut off by the turn limit or the context trains no token."""
-        return bool(self.config.credit.mask_truncated) and trajectory.termination is not None \
+        return (
+            bool(self.config.credit.mask_truncated)
+            and trajectory.termination is not None
             and Termination(trajectory.termination).truncated
+        )
 
     def _record(self, trajectory: Trajectory, scores: GroupScores, position: int, samples: list[TokenSample]) -> None:
         """Append the trajectory, its components and weights, and its training samples' token ids and
@@ -268,7 +324,8 @@ class TerminalAgentLoop(AgentLoopBase):
 def without_untrained_tail(samples: list[TokenSample]) -> list[TokenSample]:
     """The samples less trailing ones with no model token, unless one would be left with none. verl
     reads a session's advantage at its last row's first loss token (``trainer/ppo/v1/utils.py``
-    l. 177-209: the last row per session, then ``response_mask.argmax``): a last row with none (a per_turn turn of nothing but the closing token) would give
+    l. 177-209: the last row per session, then ``response_mask.argmax``): a last row with none (a per_turn turn of
+    nothing but the closing token) would give
     every turn of the session the advantage 0."""
     kept = list(samples)
     while len(kept) > 1 and not any(kept[-1].response_mask):
@@ -281,10 +338,18 @@ def _logged_sample(sample: TokenSample, history: str) -> dict[str, Any]:
     (turns^2/2 tokens an episode, 0.5-1 GB a step at production lengths): their length, digest and
     turn instead, rebuilt and checked from the messages by whoever reads them (datasets)."""
     if history != History.PER_TURN:
-        return {"prompt_ids": sample.prompt_ids, "response_ids": sample.response_ids,
-                "response_mask": sample.response_mask}
-    return {"prompt_tokens": len(sample.prompt_ids), "prompt_sha256": prompt_digest(sample.prompt_ids),
-            "turn": sample.turn, "response_ids": sample.response_ids, "response_mask": sample.response_mask}
+        return {
+            "prompt_ids": sample.prompt_ids,
+            "response_ids": sample.response_ids,
+            "response_mask": sample.response_mask,
+        }
+    return {
+        "prompt_tokens": len(sample.prompt_ids),
+        "prompt_sha256": prompt_digest(sample.prompt_ids),
+        "turn": sample.turn,
+        "response_ids": sample.response_ids,
+        "response_mask": sample.response_mask,
+    }
 
 
 def _test_scores(scores: GroupScores) -> list[float]:
@@ -315,6 +380,11 @@ def reward_extra_info(trajectory: Trajectory, scores: GroupScores, position: int
     info["pass"] = float(info["acc"] == 1.0)
     for reason in Termination:
         info[f"end_{reason.value}"] = float(trajectory.termination == reason.value)
-    info.update({f"behaviour_{k.replace('/', '_')}": float(v) for k, v in behaviour_metrics(trajectory).items()
-                 if not k.startswith("tool/")})
+    info.update(
+        {
+            f"behaviour_{k.replace('/', '_')}": float(v)
+            for k, v in behaviour_metrics(trajectory).items()
+            if not k.startswith("tool/")
+        }
+    )
     return info

@@ -23,8 +23,9 @@ def verl_problems(cfg: DictConfig) -> list[str]:
         # verl's notes while it validates (its printout, "Disabled critic as ...") are not problems.
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            validate_config(resolved, use_reference_policy=need_reference_policy(resolved),
-                            use_critic=need_critic(resolved))
+            validate_config(
+                resolved, use_reference_policy=need_reference_policy(resolved), use_critic=need_critic(resolved)
+            )
     except Exception as error:  # verl raises assertions, ValueErrors and hydra's InstantiationException
         cause = error.__cause__ or error
         problems.append(f"verl validate_config: {type(cause).__name__}: {cause}")

@@ -20,8 +20,8 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.curriculum.schedule import DIFFICULTIES, CurriculumState, Schedule, run_steps, schedule_from_config
-from terminal_rl.filtering.periodic import PassRateTracker
 from terminal_rl.filtering.keep_list import read_keep_list
+from terminal_rl.filtering.periodic import PassRateTracker
 from terminal_rl.sandbox.build_report import failed_tasks
 
 STATE_FILE = "curriculum.json"
@@ -55,21 +55,27 @@ class RunCurriculum:
         """One training step's (task id, stage drawn in, test score) samples."""
         self.refresh_unavailable()
         current = [score for _, stage, score in samples if stage == self.state.stage]
-        self.gate_scores = (sum(current) / len(current), sum(s == 1.0 for s in current) / len(current)) if current \
-            else None
+        self.gate_scores = (
+            (sum(current) / len(current), sum(s == 1.0 for s in current) / len(current)) if current else None
+        )
         self.state = self.schedule.advance(self.state, *(self.gate_scores or (None, None)))
         if self.tracker is not None:
             self.sampler.parked = self.tracker.update([(task, score) for task, _, score in samples])
 
     def metrics(self) -> dict[str, float]:
         """The schedule after the last recorded step (the state the next step draws in)."""
-        metrics = {"curriculum/stage": float(self.state.stage),
-                   "curriculum/steps_in_stage": float(self.state.steps_in_stage),
-                   "curriculum/parked_tasks": float(len(self.sampler.parked)),
-                   "curriculum/unavailable_tasks": float(len(self.sampler.unavailable)),
-                   **({"curriculum/gate_test_score": self.gate_scores[0], "curriculum/gate_pass_rate": self.gate_scores[1]}
-                      if self.gate_scores else {}),
-                   "curriculum/pool_size": float(len(self.sampler.pool()))}
+        metrics = {
+            "curriculum/stage": float(self.state.stage),
+            "curriculum/steps_in_stage": float(self.state.steps_in_stage),
+            "curriculum/parked_tasks": float(len(self.sampler.parked)),
+            "curriculum/unavailable_tasks": float(len(self.sampler.unavailable)),
+            **(
+                {"curriculum/gate_test_score": self.gate_scores[0], "curriculum/gate_pass_rate": self.gate_scores[1]}
+                if self.gate_scores
+                else {}
+            ),
+            "curriculum/pool_size": float(len(self.sampler.pool())),
+        }
         mix = self.schedule.difficulty_mix(self.state)
         for difficulty in DIFFICULTIES:
             if mix:
@@ -80,8 +86,11 @@ class RunCurriculum:
         return metrics
 
     def save(self, folder: Path) -> None:
-        data = {"state": self.state.to_dict(), "sampler": self.sampler.state(),
-                "tracker": self.tracker.state() if self.tracker else None}
+        data = {
+            "state": self.state.to_dict(),
+            "sampler": self.sampler.state(),
+            "tracker": self.tracker.state() if self.tracker else None,
+        }
         (folder / STATE_FILE).write_text(json.dumps(data, indent=2), encoding="utf-8")
 
     def restore(self, folder: Path) -> None:
@@ -91,7 +100,8 @@ class RunCurriculum:
             raise FileNotFoundError(
                 f"checkpoint {folder} has no {STATE_FILE}: its curriculum state (stage, sampler draws, parked "
                 "tasks) is lost, so resuming would restart the curriculum. Resume from another checkpoint "
-                "(trainer.resume_mode=resume_path trainer.resume_from_path=...) or start a new run.")
+                "(trainer.resume_mode=resume_path trainer.resume_from_path=...) or start a new run."
+            )
         data = json.loads(path.read_text(encoding="utf-8"))
         self.state = CurriculumState.from_dict(data["state"])
         self.sampler.restore(data["sampler"])
@@ -101,8 +111,9 @@ class RunCurriculum:
 
 def total_steps(settings: Mapping, train_rows: int) -> int:
     """The run's training steps from ``data.terminal_rl`` and the number of training rows."""
-    return run_steps(train_rows, int(settings["train_batch_size"]), int(settings["total_epochs"]),
-                     settings["total_training_steps"])
+    return run_steps(
+        train_rows, int(settings["train_batch_size"]), int(settings["total_epochs"]), settings["total_training_steps"]
+    )
 
 
 def run_schedule(data_config: DictConfig) -> tuple[Schedule, int]:
@@ -135,9 +146,13 @@ class CurriculumDataset(RLHFDataset):
         self.training = _paths(data_files) == _paths(config.train_files)
         super().__init__(data_files, tokenizer, config, processor, max_samples if self.training else -1)
         if not self.training:
-            self.dataframe = self.dataframe.select(validation_rows(
-                [row["task_id"] for row in self.dataframe["extra_info"]],
-                failed_tasks(Path(config.terminal_rl.image_report)), max_samples))
+            self.dataframe = self.dataframe.select(
+                validation_rows(
+                    [row["task_id"] for row in self.dataframe["extra_info"]],
+                    failed_tasks(Path(config.terminal_rl.image_report)),
+                    max_samples,
+                )
+            )
         ids = [row["task_id"] for row in self.dataframe["extra_info"]]
         self.row_of = {task_id: index for index, task_id in enumerate(ids)}
 

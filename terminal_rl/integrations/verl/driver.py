@@ -17,8 +17,16 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from terminal_rl.console import (Console, MetricsFollower, header_lines, log_row, quiet_console, row_line, step_line,
-                                 validation_line)
+from terminal_rl.console import (
+    Console,
+    MetricsFollower,
+    header_lines,
+    log_row,
+    quiet_console,
+    row_line,
+    step_line,
+    validation_line,
+)
 from terminal_rl.models.hub import offline_environment
 from terminal_rl.plot import plot_run
 from terminal_rl.run_context import RunContext
@@ -78,13 +86,17 @@ def prepare(cfg: DictConfig, console) -> list[str]:
     run = RunContext.from_config(cfg.run)
     prepared = prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
     if len(prepared.train) < cfg.data.train_batch_size:
-        raise ValueError(f"the train split has {len(prepared.train)} tasks but a step takes data.train_batch_size="
-                         f"{cfg.data.train_batch_size} prompts: add tasks, lower task_set.val_fraction or "
-                         "model_hardware.prompts_per_step")
+        raise ValueError(
+            f"the train split has {len(prepared.train)} tasks but a step takes data.train_batch_size="
+            f"{cfg.data.train_batch_size} prompts: add tasks, lower task_set.val_fraction or "
+            "model_hardware.prompts_per_step"
+        )
     run.log_dir.mkdir(parents=True, exist_ok=True)
     schedule, steps = run_schedule(cfg.data)
-    settings = {k: OmegaConf.to_container(cfg[k], resolve=True)
-                for k in ("task_set", "model", "hardware", "reward_mix", "curriculum", "data_filter", "algorithm")}
+    settings = {
+        k: OmegaConf.to_container(cfg[k], resolve=True)
+        for k in ("task_set", "model", "hardware", "reward_mix", "curriculum", "data_filter", "algorithm")
+    }
     for line in header_lines(run.run_id, run.shared_dir, prepared.counts(), settings, steps):
         console.print(line)
     first = prepare_images(cfg, run, prepared, schedule, console)
@@ -98,17 +110,19 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
     (``terminal_rl/training/run_images.py``); tasks whose image fails leave the run, with the reason
     in its image report. Returns the ids built now that the run keeps."""
     from terminal_rl.curriculum.schedule import CurriculumState
-    from terminal_rl.sandbox.build_report import failure_line
     from terminal_rl.filtering.keep_list import read_keep_list
     from terminal_rl.integrations.verl.curriculum import validation_rows
+    from terminal_rl.sandbox.build_report import failure_line
     from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.training.run_images import RunImages, first_needed
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     images = RunImages(sandbox, run, prepared.train + prepared.val, float(cfg.hardware.min_free_disk_gb))
     if images.retried:
-        console.print(f"task images: building {len(images.retried)} again that an earlier attempt could not build for "
-                      "a reason that may pass (network, timeout, engine)")
+        console.print(
+            f"task images: building {len(images.retried)} again that an earlier attempt could not build for "
+            "a reason that may pass (network, timeout, engine)"
+        )
     mix = schedule.difficulty_mix(CurriculumState())
     keep = read_keep_list(cfg.data_filter.keep_list) if cfg.data_filter.get("keep_list") else None
     difficulties = {t.id: t.difficulty.value for t in prepared.train}
@@ -139,8 +153,9 @@ def ray_runtime_env(cfg: DictConfig, env: dict[str, str]) -> dict:
     defaults = get_ppo_ray_runtime_env(cfg)
     if cfg.transfer_queue.get("enable", False):
         defaults.setdefault("env_vars", {})["TRANSFER_QUEUE_ENABLE"] = "1"
-    merged = OmegaConf.to_container(OmegaConf.merge(defaults, cfg.ray_kwargs.ray_init.get("runtime_env") or {}),
-                                    resolve=True)
+    merged = OmegaConf.to_container(
+        OmegaConf.merge(defaults, cfg.ray_kwargs.ray_init.get("runtime_env") or {}), resolve=True
+    )
     merged["env_vars"] = {**{k: str(v) for k, v in (merged.get("env_vars") or {}).items()}, **env}
     return merged
 
@@ -155,8 +170,13 @@ def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
     if address:  # a cluster started outside (Slurm bootstrap): its resources are the allocation's
         ray.init(address=address, _node_ip_address=os.environ.get("TERMINAL_RL_NODE_IP"), runtime_env=runtime_env)
         return
-    ray.init(num_cpus=cfg.hardware.ray_num_cpus, num_gpus=cfg.hardware.ray_num_gpus, include_dashboard=False,
-             _node_ip_address="127.0.0.1", runtime_env=runtime_env)
+    ray.init(
+        num_cpus=cfg.hardware.ray_num_cpus,
+        num_gpus=cfg.hardware.ray_num_gpus,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        runtime_env=runtime_env,
+    )
 
 
 def start_services(cfg: DictConfig) -> None:
@@ -174,8 +194,9 @@ def start_services(cfg: DictConfig) -> None:
         start_judge_actor(to_dataclass(cfg.judge, JudgeConfig), run.judge_control_dir, run.run_id)
 
 
-def train(cfg: DictConfig, env: dict[str, str] | None = None,
-          nodes_ready: Callable[[list[str]], None] | None = None) -> None:
+def train(
+    cfg: DictConfig, env: dict[str, str] | None = None, nodes_ready: Callable[[list[str]], None] | None = None
+) -> None:
     """Everything after preflight, in this process: the console shows the header, image preparation
     and one line per step; everything verl, Ray and the libraries print goes to ``logs/train.log``.
     ``env``: the run's environment when the caller already started Ray with it (the Slurm head).
@@ -234,8 +255,11 @@ def progress(console, cfg: DictConfig):
 
 
 def footer_lines(run: RunContext, cfg: DictConfig) -> list[str]:
-    lines = [f"done: checkpoints {cfg.trainer.default_local_dir}", f"      logs        {run.log_dir}",
-             f"      plots       {run.shared_dir / 'plots'}  (python -m terminal_rl.plot run.id={run.run_id})"]
+    lines = [
+        f"done: checkpoints {cfg.trainer.default_local_dir}",
+        f"      logs        {run.log_dir}",
+        f"      plots       {run.shared_dir / 'plots'}  (python -m terminal_rl.plot run.id={run.run_id})",
+    ]
     if "wandb" in cfg.trainer.logger:
         lines.append(f"      wandb       {run.log_dir / 'wandb'}  (wandb sync to upload an offline run)")
     return lines

@@ -18,16 +18,24 @@ from verl.model_merger.fsdp_model_merger import FSDPModelMerger
 ADAPTER_DIR = "lora_adapter"
 
 
-def merge_checkpoint(checkpoint_dir: Path, target_dir: Path, upload_repo: str | None = None, private: bool = True) -> None:
+def merge_checkpoint(
+    checkpoint_dir: Path, target_dir: Path, upload_repo: str | None = None, private: bool = True
+) -> None:
     """Write the full model (safetensors), its config and tokenizer to ``target_dir``; push it to the
     Hugging Face Hub repository ``upload_repo`` only when one is given. ``checkpoint_dir``: an RL
     checkpoint's ``actor`` folder or an SFT checkpoint's ``global_step_N`` (both hold
     ``fsdp_config.json`` and ``huggingface/``)."""
     if not (checkpoint_dir / "fsdp_config.json").is_file():
         raise FileNotFoundError(f"{checkpoint_dir} is not an FSDP checkpoint (no fsdp_config.json)")
-    config = ModelMergerConfig(operation="merge", backend="fsdp", local_dir=str(checkpoint_dir),
-                               target_dir=str(target_dir), hf_upload_path=None, private=private,
-                               hf_model_config_path=str(checkpoint_dir / "huggingface"))
+    config = ModelMergerConfig(
+        operation="merge",
+        backend="fsdp",
+        local_dir=str(checkpoint_dir),
+        target_dir=str(target_dir),
+        hf_upload_path=None,
+        private=private,
+        hf_model_config_path=str(checkpoint_dir / "huggingface"),
+    )
     merger = FSDPModelMerger(config)
     merger.merge_and_save()
     if (target_dir / ADAPTER_DIR).is_dir():

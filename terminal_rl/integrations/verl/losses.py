@@ -25,8 +25,15 @@ LOSS_MODE = "terminal_rl_vanilla"
 
 
 @register_policy_loss(LOSS_MODE)
-def vanilla_policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode: str = "token-mean",
-                        config=None, rollout_is_weights=None):
+def vanilla_policy_loss(
+    old_log_prob,
+    log_prob,
+    advantages,
+    response_mask,
+    loss_agg_mode: str = "token-mean",
+    config=None,
+    rollout_is_weights=None,
+):
     """``compute_policy_loss_vanilla`` with at least one token in the mini-batch's token count.
 
     Shapes: every tensor is (batch, response_length); returns (scalar loss, metrics)."""
@@ -35,5 +42,6 @@ def vanilla_policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_
         info["batch_num_tokens"] = 1  # the same dict later serves the entropy and KL terms (losses.py l. 127-139)
     if config is not None and loss_agg_mode == "seq-mean-token-sum-norm":
         info["global_batch_size"] = config.ppo_mini_batch_size * config.rollout_n
-    return compute_policy_loss_vanilla(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config,
-                                       rollout_is_weights)
+    return compute_policy_loss_vanilla(
+        old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, rollout_is_weights
+    )

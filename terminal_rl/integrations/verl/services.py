@@ -30,9 +30,14 @@ def judge_group_via_actor(cfg: DictConfig, run_id: str) -> JudgeGroup:
     """Ask the run's judge actor to grade a group (the containers are already gone)."""
 
     async def judge(trajectories: list[Trajectory]) -> list[dict]:
-        requests = [JudgeRequest(t.metadata["task_prompt"], t.metadata["environment"],
-                                 render_trajectory(t, cfg.judge.max_model_chars, cfg.judge.max_observation_chars))
-                    for t in trajectories]
+        requests = [
+            JudgeRequest(
+                t.metadata["task_prompt"],
+                t.metadata["environment"],
+                render_trajectory(t, cfg.judge.max_model_chars, cfg.judge.max_observation_chars),
+            )
+            for t in trajectories
+        ]
         return await judge_actor(run_id).judge_group.remote(requests)
 
     return judge
@@ -48,8 +53,9 @@ def start_ledger(run_id: str, max_refills: int):
     import ray
 
     actor = ray.remote(num_cpus=0)(StepLedger)
-    return actor.options(name=f"ledger-{run_id}", namespace=NAMESPACE, get_if_exists=True,
-                         lifetime="detached").remote(max_refills)
+    return actor.options(name=f"ledger-{run_id}", namespace=NAMESPACE, get_if_exists=True, lifetime="detached").remote(
+        max_refills
+    )
 
 
 def ledger(run_id: str):

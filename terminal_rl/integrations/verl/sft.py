@@ -40,15 +40,20 @@ class SFTResult:
 def verl_sft_config(cfg: DictConfig) -> dict:
     """The config file verl's SFT trainer reads: its defaults, then our ``verl`` keys (resolved)."""
     ours = OmegaConf.to_container(cfg.verl, resolve=True)
-    return {"hydra": {"searchpath": ["pkg://verl.trainer.config"]}, "defaults": ["sft_trainer_engine", "_self_"],
-            **ours}
+    return {
+        "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
+        "defaults": ["sft_trainer_engine", "_self_"],
+        **ours,
+    }
 
 
 def check_inputs(cfg: DictConfig) -> None:
     missing = [f for f in cfg.verl.data.train_files if not project_path(f).is_file()]
     if missing:
-        raise FileNotFoundError(f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets build "
-                                f"run.id=...` or point verl.data.train_files at sft.parquet files")
+        raise FileNotFoundError(
+            f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets build "
+            f"run.id=...` or point verl.data.train_files at sft.parquet files"
+        )
     model = project_path(cfg.verl.model.path)
     if model.exists() and not (model / "config.json").is_file():
         raise FileNotFoundError(f"model.path {model} has no config.json (a Hugging Face model folder)")
@@ -62,15 +67,28 @@ def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
     out.mkdir(parents=True, exist_ok=True)
     config_file, metrics, log = out / "verl_sft.yaml", out / "metrics.jsonl", out / "train.log"
     config_file.write_text(yaml.safe_dump(verl_sft_config(cfg), sort_keys=False), encoding="utf-8")
-    env = {**os.environ, **{k: str(v) for k, v in cfg.hardware.env.items()}, "VERL_USE_EXTERNAL_MODULES": PLUGIN,
-           "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONPATH": str(PROJECT_ROOT)}
+    env = {
+        **os.environ,
+        **{k: str(v) for k, v in cfg.hardware.env.items()},
+        "VERL_USE_EXTERNAL_MODULES": PLUGIN,
+        "VERL_FILE_LOGGER_PATH": str(metrics),
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
     if env.get("VERL_PLATFORM") == "cpu":
         env.pop("CUDA_VISIBLE_DEVICES", None)
         # The trainer has the machine to itself (the cpu preset's one thread is for Ray's many processes).
         env["OMP_NUM_THREADS"] = str(max(1, int(cfg.hardware.cpus_per_node) // int(cfg.verl.trainer.n_gpus_per_node)))
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc_per_node={cfg.verl.trainer.n_gpus_per_node}", "-m", "verl.trainer.sft_trainer",
-               f"--config-path={out.resolve()}", f"--config-name={config_file.stem}"]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={cfg.verl.trainer.n_gpus_per_node}",
+        "-m",
+        "verl.trainer.sft_trainer",
+        f"--config-path={out.resolve()}",
+        f"--config-name={config_file.stem}",
+    ]
     metrics.unlink(missing_ok=True)
     losses: list[float] = []
     last_echo = [0.0]
@@ -81,8 +99,10 @@ def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
             if time.monotonic() - last_echo[0] < ECHO_EVERY_SEC:
                 return
             last_echo[0] = time.monotonic()
-            echo(f"sft step {step}: loss {data['train/loss']:.4f}  grad norm {data.get('train/grad_norm', 0):.3f}  "
-                 f"lr {data.get('train/lr', 0):.2e}  tokens {int(data.get('train/global_tokens', 0))}")
+            echo(
+                f"sft step {step}: loss {data['train/loss']:.4f}  grad norm {data.get('train/grad_norm', 0):.3f}  "
+                f"lr {data.get('train/lr', 0):.2e}  tokens {int(data.get('train/global_tokens', 0))}"
+            )
 
     with log.open("w", encoding="utf-8") as output, MetricsFollower(metrics, on_step):
         process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)

@@ -23,8 +23,10 @@ class TrainedTokensDataset(Dataset):
 
     def __init__(self, parquet_files, tokenizer, config, processor=None, max_samples: int = -1):
         if config.get("pad_mode") != "no_padding":
-            raise ValueError(f"data.pad_mode={config.get('pad_mode')!r}: our SFT records train one sequence per "
-                             "sample without padding; set data.pad_mode=no_padding")
+            raise ValueError(
+                f"data.pad_mode={config.get('pad_mode')!r}: our SFT records train one sequence per "
+                "sample without padding; set data.pad_mode=no_padding"
+            )
         files = [parquet_files] if isinstance(parquet_files, str) else list(parquet_files)
         self.max_length = int(config.get("max_length"))
         self.samples: list[tuple[list[int], list[int]]] = []
@@ -44,8 +46,10 @@ class TrainedTokensDataset(Dataset):
         if not any(mask) or mask[0]:
             raise ValueError(f"{where}: the loss mask must cover some model tokens and not the first token")
         if len(ids) > self.max_length:
-            raise ValueError(f"{where}: {len(ids)} tokens exceed data.max_length={self.max_length} (raise it; "
-                             "a trajectory is never cut or packed)")
+            raise ValueError(
+                f"{where}: {len(ids)} tokens exceed data.max_length={self.max_length} (raise it; "
+                "a trajectory is never cut or packed)"
+            )
         return ids, mask
 
     def __len__(self) -> int:
@@ -53,6 +57,8 @@ class TrainedTokensDataset(Dataset):
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         ids, mask = self.samples[index]
-        return {"input_ids": torch.tensor(ids, dtype=torch.long),
-                "position_ids": torch.arange(len(ids), dtype=torch.long),
-                "loss_mask": torch.tensor(mask, dtype=torch.long)}
+        return {
+            "input_ids": torch.tensor(ids, dtype=torch.long),
+            "position_ids": torch.arange(len(ids), dtype=torch.long),
+            "loss_mask": torch.tensor(mask, dtype=torch.long),
+        }

@@ -33,11 +33,20 @@ from terminal_rl.training.checkpoints import enforce_retention
 from terminal_rl.training.preemption import acknowledge, exchange_folder, save_requested
 
 # reward_extra_info key prefix -> metric name prefix
-_PREFIXES = {"component_": "reward/{}/mean", "weight_": "reward/weight/{}", "end_": "rollout/ended/{}",
-             "behaviour_": "behaviour/{}"}
-_NAMES = {"masked": "rollout/masked_fraction", "judge_fallback": "reward/judge_fallback_fraction",
-          "judge_skipped": "reward/judge_skipped_fraction", "stage": "curriculum/drawn_stage", "acc": "reward/tests_score",
-          "pass": "reward/pass_rate"}
+_PREFIXES = {
+    "component_": "reward/{}/mean",
+    "weight_": "reward/weight/{}",
+    "end_": "rollout/ended/{}",
+    "behaviour_": "behaviour/{}",
+}
+_NAMES = {
+    "masked": "rollout/masked_fraction",
+    "judge_fallback": "reward/judge_fallback_fraction",
+    "judge_skipped": "reward/judge_skipped_fraction",
+    "stage": "curriculum/drawn_stage",
+    "acc": "reward/tests_score",
+    "pass": "reward/pass_rate",
+}
 SAMPLE_ROWS = 4
 
 
@@ -51,7 +60,7 @@ def step_metrics(infos: list[dict[str, float]]) -> dict[str, float]:
     for key, series in values.items():
         mean = float(np.mean(series))
         prefix = next((p for p in _PREFIXES if key.startswith(p)), None)
-        name = _PREFIXES[prefix].format(key[len(prefix):]) if prefix else _NAMES.get(key, f"rollout/{key}")
+        name = _PREFIXES[prefix].format(key[len(prefix) :]) if prefix else _NAMES.get(key, f"rollout/{key}")
         metrics[name] = mean
     return metrics
 
@@ -117,8 +126,9 @@ class TerminalTrainer(PPOTrainerSync):
     def _load_checkpoint(self):
         super()._load_checkpoint()
         if self.global_steps:
-            run_curriculum(self.config.data).restore(Path(self.config.trainer.default_local_dir)
-                                                     / f"global_step_{self.global_steps}")
+            run_curriculum(self.config.data).restore(
+                Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+            )
 
     def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
         """Mini-batches sized in sessions: set verl's mini-batch size for this step's row count before
@@ -145,15 +155,22 @@ class TerminalTrainer(PPOTrainerSync):
         refuses such a batch (``trainer/ppo/rollout_corr_helper.py`` l. 837-838): it is skipped for
         that step (TB l. 1765 reads ``algorithm.rollout_correction`` there)."""
         turn_level = self.config.algorithm.adv_estimator == MT_GRPO
-        fields = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
-                                 select_fields=["response_mask", *(["extra_fields"] if turn_level else [])])
+        fields = tq.kv_batch_get(
+            keys=batch.keys,
+            partition_id=batch.partition_id,
+            select_fields=["response_mask", *(["extra_fields"] if turn_level else [])],
+        )
         if not turn_level:
             return self._verl_advantage(batch, fields["response_mask"], metrics)
-        rows = [{} if tag.get("is_padding", False) else extra
-                for tag, extra in zip(batch.tags, _as_list(fields["extra_fields"]))]
-        turns = BatchTurns([[tuple(span) for span in row.get("turn_spans", [])] for row in rows],
-                           [list(row.get("turn_rewards", [])) for row in rows],
-                           to_dataclass(self.config.credit.turn, TurnCredit))
+        rows = [
+            {} if tag.get("is_padding", False) else extra
+            for tag, extra in zip(batch.tags, _as_list(fields["extra_fields"]))
+        ]
+        turns = BatchTurns(
+            [[tuple(span) for span in row.get("turn_spans", [])] for row in rows],
+            [list(row.get("turn_rewards", [])) for row in rows],
+            to_dataclass(self.config.credit.turn, TurnCredit),
+        )
         with turns_for_batch(turns):
             batch = self._verl_advantage(batch, fields["response_mask"], metrics)
         metrics.update(turns.metrics)
@@ -209,9 +226,13 @@ class TerminalTrainer(PPOTrainerSync):
         if delay is None or needed <= delay or getattr(self, "_warned_delay", False):
             return
         self._warned_delay = True
-        print(f"warning: a step, its validation and a save took {needed - 60:.0f} s, more than launcher.signal_delay_s={delay:g} s "
-              f"less a minute: a save on Slurm's signal would be cut off; resubmit with launcher.signal_delay_s="
-              f"{int(2 * needed)}", flush=True)
+        print(
+            f"warning: a step, its validation and a save took {needed - 60:.0f} s, more than "
+            f"launcher.signal_delay_s={delay:g} s "
+            f"less a minute: a save on Slurm's signal would be cut off; resubmit with launcher.signal_delay_s="
+            f"{int(2 * needed)}",
+            flush=True,
+        )
 
     def _run_id(self) -> str:
         from terminal_rl.run_context import RunContext
@@ -221,8 +242,12 @@ class TerminalTrainer(PPOTrainerSync):
     def _actor_nodes(self) -> int:
         """How many Ray nodes the actor workers run on (multi-node runs: every node should train)."""
         if not hasattr(self, "_actor_node_count"):
-            nodes = ray.get([worker.__ray_call__.remote(lambda _: ray.get_runtime_context().get_node_id())
-                             for worker in self.actor_rollout_wg.workers])
+            nodes = ray.get(
+                [
+                    worker.__ray_call__.remote(lambda _: ray.get_runtime_context().get_node_id())
+                    for worker in self.actor_rollout_wg.workers
+                ]
+            )
             self._actor_node_count = len(set(nodes))
         return self._actor_node_count
 
@@ -246,13 +271,32 @@ class TerminalTrainer(PPOTrainerSync):
                 t = json.loads(line)
                 meta = t["metadata"]
                 actions = "\n".join(json.dumps(a) for turn in t["turns"] for a in turn["actions"])[:2000]
-                observations = "\n".join((turn["observation"] or turn["parse_error"] or "") for turn in t["turns"])[:2000]
-                rows.append([t["task_id"], t["messages"][-1]["content"][:500] if t["messages"] else "", actions,
-                             observations, meta.get("reward"), json.dumps(meta.get("components")),
-                             (meta.get("judge") or {}).get("rationale", ""), t["termination"]])
+                observations = "\n".join((turn["observation"] or turn["parse_error"] or "") for turn in t["turns"])[
+                    :2000
+                ]
+                rows.append(
+                    [
+                        t["task_id"],
+                        t["messages"][-1]["content"][:500] if t["messages"] else "",
+                        actions,
+                        observations,
+                        meta.get("reward"),
+                        json.dumps(meta.get("components")),
+                        (meta.get("judge") or {}).get("rationale", ""),
+                        t["termination"],
+                    ]
+                )
         if rows:
-            columns = ["task", "last message", "actions", "observations", "reward", "components", "judge rationale",
-                       "termination"]
+            columns = [
+                "task",
+                "last message",
+                "actions",
+                "observations",
+                "reward",
+                "components",
+                "judge rationale",
+                "termination",
+            ]
             wandb.log({"rollout/samples": wandb.Table(columns=columns, data=rows[:SAMPLE_ROWS])}, step=global_steps)
 
 

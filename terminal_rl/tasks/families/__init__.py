@@ -2,4 +2,6 @@
 
 from terminal_rl.tasks.families import config_fix, csv_report, file_rename, log_filter, shell_script, write_value
 
-FAMILIES = {module.NAME: module for module in (log_filter, file_rename, csv_report, shell_script, config_fix, write_value)}
+FAMILIES = {
+    module.NAME: module for module in (log_filter, file_rename, csv_report, shell_script, config_fix, write_value)
+}

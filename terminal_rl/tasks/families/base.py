@@ -35,12 +35,13 @@ class FamilyTask:
 def pytest_file(*functions: str) -> str:
     """A pytest module from dedented function sources."""
     return "import json\nimport os\nimport subprocess\n\n\n" + "\n\n".join(
-        textwrap.dedent(f).strip() + "\n" for f in functions)
+        textwrap.dedent(f).strip() + "\n" for f in functions
+    )
 
 
 def read_text_helper() -> str:
-    return '''
+    return """
         def read(path):
             with open(path, encoding="utf-8") as handle:
                 return handle.read()
-        '''
+        """

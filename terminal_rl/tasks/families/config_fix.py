@@ -11,7 +11,7 @@ from terminal_rl.tasks.model import Difficulty
 NAME = "config_fix"
 CATEGORY = "system-administration"
 INI = "/app/config.ini"
-SERVICE = '''\
+SERVICE = """\
 import json, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -33,9 +33,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 HTTPServer(("127.0.0.1", port), Handler).serve_forever()
-'''
+"""
 # Tests start the service themselves (as the verifier) and ask it for its greeting.
-SERVE = '''
+SERVE = """
     def serve_and_get(port):
         import time, urllib.request
         service = subprocess.Popen(["python3", "/app/service.py"], stderr=subprocess.PIPE)
@@ -49,7 +49,7 @@ SERVE = '''
                     time.sleep(0.1)
             return None
         finally:
-            service.kill()'''
+            service.kill()"""
 
 
 def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
@@ -58,40 +58,60 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         workers = rng.randint(2, 8)
         ini = f"[server]\nhost = 127.0.0.1\nport = {port + 1}\nworkers = {workers}\n\n[log]\nlevel = info\n"
         return FamilyTask(
-            "Set a port", f"In {INI}, set the port of the [server] section to {port}; change nothing else.",
+            "Set a port",
+            f"In {INI}, set the port of the [server] section to {port}; change nothing else.",
             {INI: ini},
-            pytest_file('''
+            pytest_file(
+                """
                 def config():
                     import configparser
                     parser = configparser.ConfigParser()
                     parser.read("/app/config.ini")
-                    return parser''', f'''
+                    return parser""",
+                f'''
                 def test_port_is_set():
-                    assert config()["server"]["port"] == "{port}"''', f'''
+                    assert config()["server"]["port"] == "{port}"''',
+                f'''
                 def test_port_set_and_nothing_else_changed():
                     parsed = config()
                     assert {{s: dict(parsed[s]) for s in parsed.sections()}} == {{
-                        "server": {{"host": "127.0.0.1", "port": "{port}", "workers": "{workers}"}}, "log": {{"level": "info"}}}}'''),
+                        "server": {{"host": "127.0.0.1", "port": "{port}", "workers": "{workers}"}},
+                        "log": {{"level": "info"}}}}''',
+            ),
             {"test_port_is_set": 0.7, "test_port_set_and_nothing_else_changed": 0.3},
-            f"sed -i 's/^port = .*/port = {port}/' {INI}\n", ("ini",))
+            f"sed -i 's/^port = .*/port = {port}/' {INI}\n",
+            ("ini",),
+        )
     greeting = rng.choice(("ready", "ok", "up and running", "hello"))
     broken = {"server": {"port": f"{port}x" if level is Difficulty.MEDIUM else port + 7, "greeting": greeting}}
     wanted = {"server": {"port": port, "greeting": greeting}}
-    instruction = (f"The service /app/service.py does not start with its configuration /app/config.json. Fix the "
-                   f"configuration (not the service) so that it starts and listens on port {port}.")
+    instruction = (
+        f"The service /app/service.py does not start with its configuration /app/config.json. Fix the "
+        f"configuration (not the service) so that it starts and listens on port {port}."
+    )
     if level is Difficulty.HARD:
         greeting = rng.choice(("serving", "alive", "green"))
         wanted["server"]["greeting"] = greeting
         broken["server"]["port"] = f"{port}x"
-        instruction = (f"Fix /app/config.json (not the service /app/service.py) so that the service starts, listens on "
-                       f"port {port} and answers '{greeting}'.")
+        instruction = (
+            f"Fix /app/config.json (not the service /app/service.py) so that the service starts, listens on "
+            f"port {port} and answers '{greeting}'."
+        )
     solution = f"cat > /app/config.json <<'JSON'\n{json.dumps(wanted)}\nJSON\n"
     return FamilyTask(
-        "Fix a service's config", instruction,
+        "Fix a service's config",
+        instruction,
         {"/app/service.py": SERVICE, "/app/config.json": json.dumps(broken, indent=2) + "\n"},
-        pytest_file(SERVE, f'''
+        pytest_file(
+            SERVE,
+            f"""
             def test_config_has_the_port():
-                assert json.load(open("/app/config.json"))["server"]["port"] == {port}''', f'''
+                assert json.load(open("/app/config.json"))["server"]["port"] == {port}""",
+            f"""
             def test_service_answers_on_the_port():
-                assert serve_and_get({port}) == {wanted["server"]["greeting"]!r}'''),
-        {"test_config_has_the_port": 0.4, "test_service_answers_on_the_port": 0.6}, solution, ("service", "json"))
+                assert serve_and_get({port}) == {wanted["server"]["greeting"]!r}""",
+        ),
+        {"test_config_has_the_port": 0.4, "test_service_answers_on_the_port": 0.6},
+        solution,
+        ("service", "json"),
+    )

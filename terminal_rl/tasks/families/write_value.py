@@ -16,10 +16,48 @@ from terminal_rl.tasks.model import Difficulty
 
 NAME = "write_value"
 CATEGORY = "file-operations"
-WORDS = ("apple", "river", "stone", "cloud", "tiger", "piano", "maple", "ocean", "lemon", "comet", "delta", "ember",
-         "forest", "silver", "garden", "rocket", "window", "candle", "marble", "dragon", "pepper", "violet",
-         "harbor", "falcon", "meadow", "copper", "jungle", "planet", "willow", "saddle", "thunder", "crystal",
-         "lantern", "compass", "blossom", "glacier", "canyon", "orchid", "bamboo", "walnut")
+WORDS = (
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "tiger",
+    "piano",
+    "maple",
+    "ocean",
+    "lemon",
+    "comet",
+    "delta",
+    "ember",
+    "forest",
+    "silver",
+    "garden",
+    "rocket",
+    "window",
+    "candle",
+    "marble",
+    "dragon",
+    "pepper",
+    "violet",
+    "harbor",
+    "falcon",
+    "meadow",
+    "copper",
+    "jungle",
+    "planet",
+    "willow",
+    "saddle",
+    "thunder",
+    "crystal",
+    "lantern",
+    "compass",
+    "blossom",
+    "glacier",
+    "canyon",
+    "orchid",
+    "bamboo",
+    "walnut",
+)
 FILES = ("answer", "result", "output", "value", "note")
 
 
@@ -37,11 +75,20 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         value = f"{first} {second}"
         instruction = f"Write the two words {first} and {second}, separated by one space, to {target}."
     return FamilyTask(
-        f"Write {value}", instruction, {},
-        pytest_file(read_text_helper(), f'''
+        f"Write {value}",
+        instruction,
+        {},
+        pytest_file(
+            read_text_helper(),
+            f'''
             def test_file_exists():
-                assert os.path.isfile("{target}")''', f'''
+                assert os.path.isfile("{target}")''',
+            f'''
             def test_file_holds_the_value():
-                assert read("{target}").strip() == "{value}"'''),
+                assert read("{target}").strip() == "{value}"''',
+        ),
         {"test_file_exists": 0.3, "test_file_holds_the_value": 0.7},
-        f"echo {value} > {target}\n", ("write",), f"echo {value} > /tmp/{name}\n")
+        f"echo {value} > {target}\n",
+        ("write",),
+        f"echo {value} > /tmp/{name}\n",
+    )

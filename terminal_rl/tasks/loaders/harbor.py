@@ -124,9 +124,11 @@ def _limits(config: dict, default: Limits, fail) -> Limits:
     """Limits from task.toml, falling back to ``default`` for what it does not set."""
     env = config.get("environment", {})
     overrides = {}
-    for table, key, field in (("agent", "timeout_sec", "agent_timeout_sec"),
-                              ("verifier", "timeout_sec", "verifier_timeout_sec"),
-                              ("environment", "build_timeout_sec", "build_timeout_sec")):
+    for table, key, field in (
+        ("agent", "timeout_sec", "agent_timeout_sec"),
+        ("verifier", "timeout_sec", "verifier_timeout_sec"),
+        ("environment", "build_timeout_sec", "build_timeout_sec"),
+    ):
         if key in config.get(table, {}):
             overrides[field] = parse_seconds(config[table][key], f"{table}.{key}", fail)
     memory = env.get("memory_mb", env.get("memory"))

@@ -53,11 +53,17 @@ def folder_to_task(folder: Path, default_limits: Limits) -> Task:
     run_tests = folder / "run-tests.sh"
     if run_tests.is_file():
         tests["run-tests.sh"] = run_tests.read_text(encoding="utf-8")
-    limits = replace(default_limits, **{
-        field: parse_seconds(config[key], key, fail)
-        for key, field in (("max_agent_timeout_sec", "agent_timeout_sec"), ("max_test_timeout_sec", "verifier_timeout_sec"))
-        if key in config
-    })
+    limits = replace(
+        default_limits,
+        **{
+            field: parse_seconds(config[key], key, fail)
+            for key, field in (
+                ("max_agent_timeout_sec", "agent_timeout_sec"),
+                ("max_test_timeout_sec", "verifier_timeout_sec"),
+            )
+            if key in config
+        },
+    )
     solution = folder / "solution.sh"
     return Task(
         id=task_id,

@@ -14,13 +14,24 @@ from typing import Any
 
 from terminal_rl.tasks.dockerfile import copy_sources, is_copied
 from terminal_rl.tasks.loaders import LoadResult, TaskSourceError
-from terminal_rl.tasks.model import Environment, Limits, Task, VerifierKind
 from terminal_rl.tasks.loaders.fields import parse_difficulty
+from terminal_rl.tasks.model import Environment, Limits, Task, VerifierKind
 from terminal_rl.tasks.validation import Problem, TaskError
 
 COLUMNS = (
-    "task_id", "difficulty", "title", "use_case_category", "prompt", "category", "tags",
-    "dockerfile", "test_functions", "test_weights", "additional_files", "created_at", "updated_at",
+    "task_id",
+    "difficulty",
+    "title",
+    "use_case_category",
+    "prompt",
+    "category",
+    "tags",
+    "dockerfile",
+    "test_functions",
+    "test_weights",
+    "additional_files",
+    "created_at",
+    "updated_at",
 )
 # The name the tests get inside the task (Terminal-Bench's convention).
 TEST_FILE = "test_outputs.py"

@@ -45,13 +45,18 @@ class HFServer:
         self._lock = threading.Lock()
         self._seen: set[str] = set()
 
-    async def generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str,
-                       **kwargs) -> TokenOutput:
+    async def generate(
+        self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str, **kwargs
+    ) -> TokenOutput:
         params = dict(sampling_params)
         token_ids, log_probs = await asyncio.to_thread(self._generate, list(prompt_ids), params)
-        return TokenOutput(token_ids=token_ids, log_probs=log_probs if params.get("logprobs") else None,
-                           stop_reason="completed", num_preempted=0,
-                           extra_fields={"global_steps": self.global_steps or 0, "num_cached_tokens": 0})
+        return TokenOutput(
+            token_ids=token_ids,
+            log_probs=log_probs if params.get("logprobs") else None,
+            stop_reason="completed",
+            num_preempted=0,
+            extra_fields={"global_steps": self.global_steps or 0, "num_cached_tokens": 0},
+        )
 
     @torch.no_grad()
     def _generate(self, prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float]]:
@@ -146,11 +151,21 @@ class HFReplica(RolloutReplica):
             raise NotImplementedError("the hf backend supports verl's HYBRID rollout mode only")
         if self.config.pipeline_model_parallel_size != 1:
             raise ValueError("the hf backend does not support pipeline parallelism")
-        server = ray.remote(HFServer).options(
-            name=server_name(self.replica_rank, 0, self.name_suffix), num_cpus=0, num_gpus=0,
-            max_concurrency=self.max_concurrency,
-        ).remote(config=self.config, model_config=self.model_config, rollout_mode=self.rollout_mode,
-                 replica_rank=self.replica_rank)
+        server = (
+            ray.remote(HFServer)
+            .options(
+                name=server_name(self.replica_rank, 0, self.name_suffix),
+                num_cpus=0,
+                num_gpus=0,
+                max_concurrency=self.max_concurrency,
+            )
+            .remote(
+                config=self.config,
+                model_config=self.model_config,
+                rollout_mode=self.rollout_mode,
+                replica_rank=self.replica_rank,
+            )
+        )
         await server.wake_up.remote()  # surfaces model-loading errors at launch
         self.servers = [server]
         self._server_handle = server
@@ -165,8 +180,11 @@ class HFServerAdapter(BaseRollout):
 
         super().__init__(config, model_config, device_mesh)
         rank = int(os.environ.get("RANK", 0))
-        world = self.config.tensor_model_parallel_size * self.config.data_parallel_size \
+        world = (
+            self.config.tensor_model_parallel_size
+            * self.config.data_parallel_size
             * self.config.pipeline_model_parallel_size
+        )
         self.replica_rank = rank // world if replica_rank == -1 else replica_rank
         self._has_server = rank % world == 0
         self.server_handle = None
@@ -182,8 +200,9 @@ class HFServerAdapter(BaseRollout):
         return None
 
     @torch.no_grad()
-    async def update_weights(self, weights, global_steps: int | None = None, wire_format: str = "named_tensors",
-                             **kwargs) -> None:
+    async def update_weights(
+        self, weights, global_steps: int | None = None, wire_format: str = "named_tensors", **kwargs
+    ) -> None:
         if wire_format != "named_tensors" or kwargs.get("peft_config") is not None:
             raise NotImplementedError("the hf backend takes full named tensors (no LoRA adapters, no deltas)")
         if not self._has_server:
