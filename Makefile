@@ -7,8 +7,12 @@ INSTALLED := $(VENV)/.installed-cpu
 
 .PHONY: run test test-fast lint services install clean-venv
 
-# On a machine without a GPU: the learning proof's treatment, one seed (README, "The main job").
-run: install services
+# On a machine without a GPU: the learning proof's treatment, one seed (README, "The main job"). Its
+# set-up: the Docker daemon and the base images of its task set (conf/experiment/learning_proof.yaml's,
+# or the one ARGS names), nothing the tests need.
+RUN_TASK_SET = $(or $(filter task_set=%,$(ARGS)),task_set=write_value)
+run: install
+	scripts/start_services.sh $(PYTHON) $(RUN_TASK_SET)
 	$(PYTHON) -m terminal_rl.train experiment=learning_proof $(ARGS)
 
 # Two workers, one per core: tests sharing a run stay in one worker (tests/conftest.py).

@@ -5,9 +5,12 @@
 #     against both engines);
 #  3. the offline base images the task Dockerfiles build FROM, in both engines;
 #  4. a two-node Slurm cluster on this machine (scripts/start_slurm.sh) for the launcher tests.
-# Usage: scripts/start_services.sh PYTHON
+# Usage: scripts/start_services.sh PYTHON [OVERRIDE...]
+# With overrides (make run: the main job's task set), only what one training run on this machine needs:
+# the Docker daemon, and the base images of that task set (`images bootstrap OVERRIDE...`).
 set -euo pipefail
-PYTHON=${1:?usage: start_services.sh PYTHON}
+PYTHON=${1:?usage: start_services.sh PYTHON [OVERRIDE...]}
+shift
 LOG_DIR=${TERMINAL_RL_SERVICE_LOGS:-/tmp/terminal_rl-services}
 mkdir -p "$LOG_DIR"
 
@@ -35,7 +38,8 @@ if ! docker_answers; then
   docker_answers || { tail -20 "$LOG_DIR/dockerd.log" >&2; echo "dockerd did not start" >&2; exit 1; }
 fi
 command -v debootstrap >/dev/null || apt_install debootstrap
-"$PYTHON" -m terminal_rl.sandbox images bootstrap
+"$PYTHON" -m terminal_rl.sandbox images bootstrap "$@"
+[ $# -gt 0 ] && exit 0
 
 if ! answers "unix://$PODMAN_SOCKET"; then
   { command -v podman >/dev/null && [ -x /usr/libexec/podman/catatonit ]; } || apt_install podman catatonit

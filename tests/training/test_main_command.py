@@ -29,6 +29,7 @@ def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     lines = result.stdout.splitlines()
+    assert not [line for line in lines if line.startswith("missing:")], "the set-up reports only the run's images"
     assert any(line.startswith("warm start: SFT of tiny_learner on demonstrations") for line in lines)
     assert any(line.startswith("SFT done: ") for line in lines)
     assert any(line.startswith("  tasks       write_value: train 24 (") for line in lines), "\n".join(lines[-80:])
