@@ -6,7 +6,8 @@ and packages at ``/terminal_rl/image``, or the toolchain's) is always imported f
 placed first on ``sys.meta_path`` resolves top-level names in those paths first, so a planted
 ``pytest.py`` or ``json.py`` in the working directory or a script's folder (which Python puts first
 on ``sys.path``) shadows nothing. After them come the toolchain's packages (pytest and requests for
-an image without them), then the agent's site-packages for this Python version (packages the agent
+an image without them), then the image's own ``PYTHONPATH`` entries (``TERMINAL_RL_PYTHONPATH``:
+never ahead of the standard library), then the agent's site-packages for this Python version (packages the agent
 installed, which its tests may import), of which only plain path lines of ``.pth`` files count (never
 their ``import`` lines); the working directory comes last. When ``TERMINAL_RL_JUNIT_DIR`` is set,
 every pytest this interpreter runs writes its own JUnit report there, named after its process id,
@@ -67,6 +68,9 @@ if sys.prefix != "/terminal_rl/usr" and os.path.isdir(_TOOLCHAIN_PACKAGES) and _
     sys.path.append(_TOOLCHAIN_PACKAGES)
 _TRUSTED_PATHS = [p for p in sys.path if p.startswith("/terminal_rl/")]
 sys.meta_path.insert(0, _TrustedFirst())
+for _entry in os.environ.get("TERMINAL_RL_PYTHONPATH", "").split(":"):  # the image's own PYTHONPATH
+    if _entry and _entry not in sys.path:
+        sys.path.append(_entry)
 for _directory in _agent_site_dirs():
     _append(_directory)
 try:

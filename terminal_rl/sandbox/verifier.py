@@ -60,11 +60,19 @@ that drops ``LD_LIBRARY_PATH`` (it finds a library the image lacks in the agent'
 the agent's ``ld.so.conf`` no longer applies); what the image's libraries and tools read from
 absolute paths of the agent's tree that the list above does not cover (``/etc/hosts``, files in
 ``/root``, an iconv module configured only in the agent's gconv directory, Debian's
-``/etc/python3.X`` configuration for ``python -I``, an absolute symlink of the image into ``/etc``);
-an image whose Python is older than 3.7 and has no pytest of its own (the toolchain's needs 3.7:
-its tests fail to run). A task whose intended fix is changing the image's own interpreter or packages is
-judged with the pristine ones. An agent that changes its files while the tests run (the tests test
-the state they see). An agent that stops or kills the verifier scores 0, the same as failing. The
+``/etc/python3.X`` configuration for ``python -I``, an absolute symlink of the image into ``/etc``,
+other interpreters' compiled-in library and configuration paths such as Perl's ``/etc/perl``,
+Ruby's library or ``php.ini``, apt's configuration, and the image's environment variables that name
+absolute paths, e.g. ``RUSTUP_HOME`` or ``JAVA_HOME``, which are the agent's files); a repository's
+own git configuration; a script shim is a copy, so a script that finds its siblings relative to its
+own path (npm, mvn) does not find them; a leftover process of the tests that leaves the tests' uid
+or turns non-dumpable escapes the kill before the results are read; an image whose Python is older
+than 3.7 and has no pytest of its own (the toolchain's needs 3.7: its tests fail to run). A task
+whose intended fix is changing the image's own interpreter or packages is judged with the pristine
+ones. An agent that changes its files while the tests run (the tests test the state they see). An
+agent that stops or kills the verifier, or breaks the tools the start files are read with, scores
+0, the same as failing (a killed verifier is not counted as the environment's failure); an agent
+that removes its own sandbox (killing its lease watcher) ends the episode as a sandbox error. The
 verifier container itself holds ``SYS_ADMIN`` and runs without AppArmor confinement (to enter and
 remount namespaces); only our runner uses those: what the tests execute has the sandbox's
 capabilities.
@@ -191,6 +199,8 @@ def score(task: Task, job: dict, raw: dict | None, problem: str, duration_sec: f
         )
     if "error" in raw:
         return VerificationResult(0.0, {}, weights, duration_sec, f"the verifier could not run: {raw['error']}", True)
+    if "stopped" in raw:  # its worker was killed: the agent (root beside it) can, so it is not infrastructure
+        return VerificationResult(0.0, {}, weights, duration_sec, raw["stopped"], False)
     log, exit_code = sanitize(raw["output"].encode()), raw["exit_code"]
     if raw["timed_out"]:
         return VerificationResult(0.0, {}, weights, duration_sec, "verifier timeout", False, exit_code, log)
@@ -281,6 +291,16 @@ def tests_read(files: dict[str, str]) -> list[str]:
     )
 
 
+async def _unchanged(sandbox: Sandbox, path: str, data: bytes) -> bool:
+    """Whether a start file still holds what it started with. Read through the agent's container,
+    whose tools the agent may have broken: a read that fails counts as changed (never as the
+    environment's failure, which would mask the episode's group)."""
+    try:
+        return await sandbox.files.read_bytes_or_none(path) == data
+    except Exception:  # noqa: BLE001 - whatever the agent's tools did
+        return False
+
+
 async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
     """Run the task's tests in ``sandbox`` through the trusted verifier and score them, with the
     container's changes as the tests found it."""
@@ -288,7 +308,7 @@ async def verify(sandbox: Sandbox, task: Task) -> VerificationResult:
     changed_start_files = [
         sandbox.files.resolve(path)
         for path, data in sorted(task.files.items())
-        if await sandbox.files.read_bytes_or_none(path) != data
+        if not await _unchanged(sandbox, path, data)
     ]
     # Start files are written after the container starts, so the diff lists them all as added: only
     # the ones the episode changed are its changes.

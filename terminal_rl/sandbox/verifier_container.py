@@ -118,7 +118,10 @@ def _converse(stream, raw: socket.socket, job: dict) -> tuple[dict | None, str]:
     expected = f"RESULT {job['nonce']} "
     for line in lines:
         if line.startswith(expected):
-            return json.loads(line[len(expected) :]), ""
+            try:
+                return json.loads(line[len(expected) :]), ""
+            except ValueError:
+                break
         if time.monotonic() > deadline:
             break
     return None, "the verifier ended without a result (stopped or killed)"

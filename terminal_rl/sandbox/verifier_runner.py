@@ -43,35 +43,30 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 
 SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429
 OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC, MOVE_MOUNT_F_EMPTY_PATH, AT_FDCWD = 1, 0o2000000, 4, -100
 PR_SET_DUMPABLE, PR_SET_KEEPCAPS, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 4, 8, 38, 47, 2
+# Linux's capabilities by number (include/uapi/linux/capability.h).
 CAPABILITIES = {
-    "CHOWN": 0,
-    "DAC_OVERRIDE": 1,
-    "DAC_READ_SEARCH": 2,
-    "FOWNER": 3,
-    "FSETID": 4,
-    "KILL": 5,
-    "SETGID": 6,
-    "SETUID": 7,
-    "SETPCAP": 8,
-    "NET_BIND_SERVICE": 10,
-    "NET_RAW": 13,
-    "SYS_CHROOT": 18,
-    "MKNOD": 27,
-    "AUDIT_WRITE": 29,
-    "SETFCAP": 31,
-    "WAKE_ALARM": 35,
+    name: number
+    for number, name in enumerate(
+        "CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE "
+        "NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT "
+        "SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE "
+        "AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ "
+        "PERFMON BPF CHECKPOINT_RESTORE".split()
+    )
 }
 TOOLCHAIN = "/terminal_rl"
 # Empty directories of the toolchain (toolchain.MOUNTPOINTS) our mounts go on.
 WORK, IMAGE, SHIMS = f"{TOOLCHAIN}/work", f"{TOOLCHAIN}/image", f"{TOOLCHAIN}/shims"
 PRIVATE_DIRS = ("/tests", "/logs/verifier")
 # Paths programs and libraries name literally: the pristine image's in the tests' root (system(3)'s
-# and #! lines' shells, else the toolchain's bash; the name service's modules; Debian's alternatives,
-# through which its libraries and programs link to each other).
-PINNED = {"/bin/sh": "bash", "/bin/bash": "bash", "/etc/nsswitch.conf": None, "/etc/alternatives": None}
+# and #! lines' shells, else the toolchain's bash; the name service's modules).
+PINNED = {"/bin/sh": "bash", "/bin/bash": "bash", "/etc/nsswitch.conf": None}
+# Debian's alternatives, a directory of ours whose entries link to their final pristine files (the
+# image's own links are absolute and would lead into the agent's tree).
+ALTERNATIVES = "/etc/alternatives"
 # Links in the tests' root to the pristine image's /lib and /usr: the loader's default library
 # directories, renamed at equal length to go through them.
-IMAGE_LIB, IMAGE_USR = "/.il", "/.iu"
+IMAGE_LIB, IMAGE_USR, IMAGE_LIB64 = "/.il", "/.iu", "/.il64"
 # What the loader would read of the agent's files, and same-length replacements: its configuration
 # files (paths that do not exist) and its default library directories (glibc's, musl's).
 LOADER_PATCHES = (
@@ -80,6 +75,7 @@ LOADER_PATCHES = (
     (rb"/etc/ld-musl-", b"/terminal_rl/"),
     (rb"/lib/([\w-]+)/\0/usr/lib/\1/\0/lib/\0/usr/lib/\0", rb"/.il/\1/\0/.iu/lib/\1/\0/.il/\0/.iu/lib/\0"),
     (rb"/lib:/usr/local/lib:/usr/lib", b"/.il:/.iu/local/lib:/.iu/lib"),
+    (rb"/lib64/\0/usr/lib64/\0", b"/.il64/\0/.iu/lib64/\0"),  # glibc without multiarch (RHEL, Fedora)
 )
 # Files the image's libraries and tools read configuration or trust from (OpenSSL, CA bundles,
 # iconv's modules): environment variable -> where images keep them (the image's own setting first).
@@ -101,6 +97,7 @@ PRISTINE_FILES = {
 EMPTY_DIR = f"{TOOLCHAIN}/work"
 PT_INTERP = 3
 MAX_ENTRIES = 20000
+MAX_CONFIG_FILES = 256
 LOG_BYTES = 16384
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -199,7 +196,7 @@ def loaders_of(root: str, search_path: list[str]) -> set[str]:
             program = inside(root, f"{directory}/{name}")
             try:
                 loader = program and os.path.isfile(root + program) and interpreter_of(root + program)
-            except OSError:
+            except (OSError, struct.error):  # unreadable or truncated: names no loader
                 continue
             if loader and loader.startswith("/"):
                 found.add(loader)
@@ -213,7 +210,7 @@ def patched_loader(code: bytes, loader: str) -> bytes:
     for pattern, replacement in LOADER_PATCHES:
         code, count = re.subn(pattern, replacement, code)
         counts.append(count)
-    glibc, musl = counts[1] and counts[3], counts[2] and counts[4]
+    glibc, musl = counts[1] and (counts[3] or counts[5]), counts[2] and counts[4]
     if not (glibc or musl):
         raise RuntimeError(f"the image's loader {loader} is neither a glibc nor a musl loader we can patch")
     return code
@@ -260,7 +257,7 @@ def compose(image: str, loaders: set[str]) -> str:
     ``loaders`` (patched) and the PINNED paths."""
     root = f"{WORK}/root"
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    ours = {TOOLCHAIN, IMAGE_LIB, IMAGE_USR, *PRIVATE_DIRS, *PINNED, *loaders}
+    ours = {TOOLCHAIN, IMAGE_LIB, IMAGE_USR, IMAGE_LIB64, ALTERNATIVES, *PRIVATE_DIRS, *PINNED, *loaders}
     mirror("/", root, ours)
     os.makedirs(root + TOOLCHAIN, exist_ok=True)
     mount(TOOLCHAIN, root + TOOLCHAIN, None, MS_BIND)
@@ -269,12 +266,19 @@ def compose(image: str, loaders: set[str]) -> str:
     for path in PRIVATE_DIRS:
         os.makedirs(root + path, exist_ok=True)
         mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    for link, path in ((IMAGE_LIB, "/lib"), (IMAGE_USR, "/usr"), *((pinned, pinned) for pinned in PINNED)):
+    links = ((IMAGE_LIB, "/lib"), (IMAGE_USR, "/usr"), (IMAGE_LIB64, "/lib64"), *((path, path) for path in PINNED))
+    for link, path in links:
         real = inside(image, path)
         fallback = PINNED.get(link) and f"{TOOLCHAIN}/usr/bin/{PINNED[link]}"
         if real is not None or fallback:
             os.makedirs(os.path.dirname(root + link), exist_ok=True)
             os.symlink(IMAGE + real if real is not None else fallback, root + link)
+    alternatives = inside(image, ALTERNATIVES)
+    if alternatives is not None and os.path.isdir(image + alternatives):
+        os.makedirs(root + ALTERNATIVES)
+        for name in sorted(os.listdir(image + alternatives))[:MAX_ENTRIES]:  # each to its final pristine file
+            if (real := inside(image, f"{alternatives}/{name}")) is not None:
+                os.symlink(IMAGE + real, f"{root}{ALTERNATIVES}/{name}")
     for loader in loaders:
         real = inside(image, loader)
         if real is None:
@@ -386,37 +390,59 @@ def shim_program(program: str, shim: str, directories: dict[str, str]) -> None:
 
 def configured_libraries(root: str) -> list[str]:
     """The library directories the image at ``root`` configures: ``/etc/ld.so.conf`` and its
-    includes (glibc), ``/etc/ld-musl-<arch>.path`` (musl); paths as the image names them."""
-    found, pending = [], ["/etc/ld.so.conf"]
-    while pending:
-        real = inside(root, pending.pop(0))
-        if real is None or not os.path.isfile(root + real):
+    includes (glibc), ``/etc/ld-musl-<arch>.path`` (musl); paths as the image names them. Read
+    defensively (the agent's configuration too): regular files only, each once, a bounded number."""
+    found, pending, seen = [], ["/etc/ld.so.conf"], set()
+    etc = inside(root, "/etc")
+    try:
+        names = os.listdir(root + etc)
+        pending += sorted(f"/etc/{n}" for n in names if n.startswith("ld-musl-") and n.endswith(".path"))
+    except (OSError, TypeError):
+        pass
+    while pending and len(seen) < MAX_CONFIG_FILES:
+        path = pending.pop(0)
+        real = inside(root, path)
+        if real is None or real in seen:
             continue
-        for line in open(root + real, encoding="utf-8", errors="replace").read().splitlines():
+        seen.add(real)
+        text = regular_file_text(root + real)
+        if path.endswith(".path"):  # musl: directories separated by colons or newlines
+            found += [d for d in text.replace(":", "\n").split() if d.startswith("/")]
+            continue
+        for line in text.splitlines():
             line = line.split("#", 1)[0].strip()
             if line.startswith("include "):
                 pattern = os.path.join("/etc", line.split(None, 1)[1])
                 folder = inside(root, os.path.dirname(pattern))
-                if folder and os.path.isdir(root + folder):
-                    pending += sorted(
-                        f"{folder}/{n}"
-                        for n in os.listdir(root + folder)
-                        if fnmatch.fnmatch(n, os.path.basename(pattern))
-                    )
+                try:
+                    names = sorted(os.listdir(root + folder))[:MAX_CONFIG_FILES] if folder else []
+                except OSError:
+                    names = []
+                pending += [f"{folder}/{n}" for n in names if fnmatch.fnmatch(n, os.path.basename(pattern))]
             elif line.startswith("/"):
                 found.append(line)
-    etc = inside(root, "/etc")
-    for name in sorted(os.listdir(root + etc)) if etc else []:
-        if name.startswith("ld-musl-") and name.endswith(".path"):
-            found += open(f"{root}{etc}/{name}", encoding="utf-8", errors="replace").read().replace(":", "\n").split()
     return found
+
+
+def regular_file_text(path: str, limit: int = 1 << 20) -> str:
+    """The start of a regular file's text; "" for anything else (a directory, a FIFO, a device)
+    or an unreadable one, never blocking and never following a final symlink."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return handle.read(limit).decode("utf-8", "replace")
 
 
 def library_path(image_libraries: list[str]) -> list[str]:
     """``LD_LIBRARY_PATH`` in the tests' root: the pristine image's library directories (those its
     environment names, those it configures, the loaders' defaults), then the ones the agent's
     configuration adds (libraries the agent installed, for its programs the tests run)."""
-    triplets = [n for n in os.listdir(IMAGE_USR + "/lib") if "-linux-" in n]
+    usr_lib = IMAGE_USR + "/lib"
+    triplets = [n for n in os.listdir(usr_lib) if "-linux-" in n] if os.path.isdir(usr_lib) else []
     defaults = [f"{lib}/{t}" for lib in ("/lib", "/usr/lib") for t in triplets]
     defaults += ["/lib64", "/usr/lib64", "/lib", "/usr/local/lib", "/usr/lib"]
     pristine = (inside(IMAGE, d) for d in image_libraries + configured_libraries(IMAGE) + defaults)
@@ -433,12 +459,23 @@ def runtime_environment(job: dict) -> dict[str, str]:
     environment = job["environment"] | {
         "PATH": ":".join(shims(search["image"]) + pristine_path + search["toolchain"] + search["image"]),
         "LD_LIBRARY_PATH": ":".join(library_path(search["libraries"])),
-        "PYTHONPATH": ":".join([f"{TOOLCHAIN}/lib/site", *search["python"]]),
+        # Only our sitecustomize: the image's own entries (e.g. /app/src, the agent's files) are
+        # appended by it after the trusted paths, never ahead of the standard library.
+        "PYTHONPATH": f"{TOOLCHAIN}/lib/site",
+        "TERMINAL_RL_PYTHONPATH": ":".join(search["python"]),
         "SHELL": "/bin/bash",
         "CURL_HOME": EMPTY_DIR,
         "PIP_CONFIG_FILE": "/dev/null",
+        "UV_NO_CONFIG": "1",
+        "NPM_CONFIG_USERCONFIG": "/dev/null",
+        "NPM_CONFIG_GLOBALCONFIG": "/dev/null",
+        # git: no configuration of the agent's beyond the repository's own; root's repositories usable
+        # by the tests' uid.
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "safe.directory",
+        "GIT_CONFIG_VALUE_0": "*",
     }
     for name, candidates in PRISTINE_FILES.items():
         named = [environment[name]] if environment.get(name, "").startswith("/") else []
@@ -450,7 +487,9 @@ def runtime_environment(job: dict) -> dict[str, str]:
 
 def write_files(root: str, files: dict[str, str]) -> None:
     for name, text in files.items():
-        target = os.path.join(root, name)
+        target = os.path.normpath(os.path.join(root, name))
+        if not target.startswith(root + "/"):
+            raise ValueError(f"a test file's name leaves {root}: {name!r}")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w", encoding="utf-8") as out:
             out.write(text)
@@ -463,6 +502,7 @@ def become_verifier(uid: int, capabilities: list[str]) -> None:
     os.setresgid(uid, uid, uid)
     check(libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0), "keep capabilities")
     os.setresuid(uid, uid, uid)
+    capabilities = [name.upper().removeprefix("CAP_") for name in capabilities]
     mask = sum(1 << CAPABILITIES[name] for name in capabilities)
 
     class Header(ctypes.Structure):
@@ -604,8 +644,12 @@ def main() -> int:
     chunks = []
     while chunk := os.read(reader, 65536):
         chunks.append(chunk)
-    os.waitpid(child, 0)
-    print(f"RESULT {job['nonce']} " + b"".join(chunks).decode(), flush=True)
+    _, status = os.waitpid(child, 0)
+    try:
+        result = json.loads(b"".join(chunks))
+    except ValueError:  # killed (by the agent, which may signal it, or out of memory) before it reported
+        result = {"stopped": f"the verifier's worker ended without a result (wait status {status})"}
+    print(f"RESULT {job['nonce']} " + json.dumps(result), flush=True)
     return 0
 
 
