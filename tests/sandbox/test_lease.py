@@ -28,11 +28,11 @@ def short_lease(sandbox_config):
     return replace(sandbox_config, lease=replace(sandbox_config.lease, renew_sec=1.0, stale_sec=STALE_SEC))
 
 
-def containers_of(run_id: str, docker_host: str) -> list:
-    return docker_client(docker_host).containers.list(
-        all=True,
-        ignore_removed=True,  # they go while we list
-        filters={"label": [f"{MANAGED}=1", f"{RUN_ID}={run_id}"]},
+def containers_of(run_id: str, docker_host: str) -> list[dict]:
+    """The run's containers as the engine lists them (the listing alone: podman answers a container
+    that goes while it is inspected with a 500, not the 404 docker-py's ignore_removed skips)."""
+    return docker_client(docker_host).api.containers(
+        all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}={run_id}"]}
     )
 
 
