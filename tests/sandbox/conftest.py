@@ -10,6 +10,7 @@ import pytest
 
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.sandbox import SandboxFactory, SandboxSpec
+from terminal_rl.sandbox.verifier import VERIFIER_UID, verify
 from terminal_rl.tasks.model import Limits
 from tests.support import BASE_IMAGE, SMALL_LIMITS
 
@@ -53,3 +54,29 @@ def evil_library(tmp_path_factory):
     )
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(source.with_suffix(".so")), str(source)], check=True)
     return source.with_suffix(".so").read_bytes()
+
+
+@pytest.fixture
+def with_evil_library(sandbox_config, run_context, evil_library):
+    """``with_evil_library(twins, commands)`` -> (both formats' verifications, marks): the library at
+    /tmp/evil.so, ``commands`` run as the agent, each twin verified; marks are the verifier-uid
+    processes it entered, then how many processes it entered at all."""
+
+    def run(twins, commands):
+        async def main():
+            async with SandboxFactory(sandbox_config, run_context) as factory:
+                async with factory.task_sandbox(twins[0]) as sandbox:
+                    await sandbox.files.write_bytes("/tmp/evil.so", evil_library)
+                    for command in commands:
+                        await sandbox.run(command, timeout=60)
+                    results = [await verify(sandbox, task) for task in twins]
+                    marks = await sandbox.control.run(
+                        f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; ls /tmp | grep -c preloaded-",
+                        timeout=60,
+                        inline=True,
+                    )
+                    return results, marks.output.split()
+
+        return asyncio.run(main())
+
+    return run

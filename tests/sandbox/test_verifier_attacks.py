@@ -75,23 +75,8 @@ def test_an_attack_scores_no_more_than_a_no_op(twins, attacked, attack):
     assert stolen == "", f"a process of the agent read the verifier's files: {stolen}"
 
 
-def test_a_preloaded_library_never_enters_the_verifier(twins, sandbox_config, run_context, evil_library):
-    weighted, harbor = twins
-
-    async def main():
-        async with SandboxFactory(sandbox_config, run_context) as factory:
-            async with factory.task_sandbox(weighted) as sandbox:
-                await sandbox.files.write_bytes("/tmp/evil.so", evil_library)
-                await sandbox.run("echo /tmp/evil.so > /etc/ld.so.preload && true", timeout=60)
-                results = [await verify(sandbox, task) for task in (weighted, harbor)]
-                marks = await sandbox.control.run(
-                    f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; ls /tmp | grep -c preloaded-",
-                    timeout=60,
-                    inline=True,
-                )
-                return results, marks.output.split()
-
-    (weighted, harbor), marks = asyncio.run(main())
+def test_a_preloaded_library_never_enters_the_verifier(twins, with_evil_library):
+    (weighted, harbor), marks = with_evil_library(twins, ["echo /tmp/evil.so > /etc/ld.so.preload && true"])
     assert int(marks[-1]) > 0, "the image's own programs do load it: the attack is real"
     assert marks[:-1] == [], "no verifier process loaded it"
     assert (weighted.score, harbor.score) == (0.0, 0.0)

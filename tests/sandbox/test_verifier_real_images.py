@@ -138,33 +138,21 @@ def no_more_than_a_no_op(results) -> None:
     assert not tb1.infrastructure_error and not harbor.infrastructure_error, (tb1.reason, harbor.reason)
 
 
-def test_the_agents_libraries_never_enter_the_verifier(sandbox_config, run_context, trixie_twins, evil_library):
+def test_the_agents_libraries_never_enter_the_verifier(trixie_twins, with_evil_library):
     """A library of the agent's whose constructor claims the reward, planted where a program of the
     image would load it: a name-service module named by the agent's nsswitch.conf (the verifier's
     bash looks its uid up at start) in a directory the agent's ld.so.conf adds, the image's libz in
     a directory the loader searches by default, and a preload."""
-    planted = [
-        "mkdir -p /opt/evil && cp /tmp/evil.so /opt/evil/libnss_evil.so.2 && cp /tmp/evil.so /usr/local/lib/libz.so.1",
-        "echo /opt/evil > /etc/ld.so.conf.d/evil.conf && ldconfig",
-        "sed -i 's/^passwd:.*/passwd: evil files/' /etc/nsswitch.conf && echo /tmp/evil.so > /etc/ld.so.preload",
-    ]
-
-    async def main():
-        async with SandboxFactory(sandbox_config, run_context) as factory:
-            async with factory.task_sandbox(trixie_twins[0]) as sandbox:
-                await sandbox.files.write_bytes("/tmp/evil.so", evil_library)
-                for command in planted:
-                    await sandbox.run(command, timeout=60)
-                await sandbox.run("getent passwd 10999; python3 -c 'import zlib'; true", timeout=60)
-                results = [await verify(sandbox, task) for task in trixie_twins]
-                marks = await sandbox.control.run(
-                    f"find /tmp -name 'preloaded-*' -uid {VERIFIER_UID}; ls /tmp | grep -c preloaded-",
-                    timeout=60,
-                    inline=True,
-                )
-                return results, marks.output.split()
-
-    (tb1, harbor), marks = asyncio.run(main())
+    (tb1, harbor), marks = with_evil_library(
+        trixie_twins,
+        [
+            "mkdir -p /opt/evil && cp /tmp/evil.so /opt/evil/libnss_evil.so.2",
+            "cp /tmp/evil.so /usr/local/lib/libz.so.1",
+            "echo /opt/evil > /etc/ld.so.conf.d/evil.conf && ldconfig",
+            "sed -i 's/^passwd:.*/passwd: evil files/' /etc/nsswitch.conf && echo /tmp/evil.so > /etc/ld.so.preload",
+            "getent passwd 10999; python3 -c 'import zlib'; true",
+        ],
+    )
     assert int(marks[-1]) > 0, "the image's own programs do load it: the attack is real"
     assert marks[:-1] == [], "no verifier process loaded it"
     assert (tb1.score, harbor.score) == (0.0, 0.0) and not tb1.infrastructure_error, (tb1.reason, tb1.log[-800:])
