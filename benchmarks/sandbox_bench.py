@@ -18,9 +18,9 @@ import time
 from terminal_rl.config import compose
 from terminal_rl.run_context import RunConfig, RunContext
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.docker_client import docker_client
-from terminal_rl.sandbox.owner import MANAGED, RUN_ID
-from terminal_rl.sandbox.sandbox import SandboxFactory, SandboxSpec
+from terminal_rl.sandbox.lifecycle.owner import MANAGED, RUN_ID
+from terminal_rl.sandbox.runtime.docker_client import docker_client
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory, SandboxSpec
 from terminal_rl.tasks.model import Limits
 
 IMAGE = "ghcr.io/laude-institute/t-bench/python-3-13:20250620"

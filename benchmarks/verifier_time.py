@@ -18,8 +18,8 @@ import time
 from terminal_rl.config import compose
 from terminal_rl.run_context import RunConfig, RunContext
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.task_set import load_task_set, task_set_config
 
 SOLUTIONS = {

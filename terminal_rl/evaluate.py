@@ -32,9 +32,9 @@ from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.config import project_path
 from terminal_rl.console import Console, print_header, task_counts
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.build_report import failure_line
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.sandbox import SandboxFactory
+from terminal_rl.sandbox.images.build_report import failure_line
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 from terminal_rl.tasks.model import Difficulty
 from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config

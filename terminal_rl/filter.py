@@ -29,8 +29,8 @@ from terminal_rl.filtering.keep_list import write_keep_list
 from terminal_rl.filtering.pass_rate import decide, summary
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import verify
 
 
 async def noop_baseline(task, factory: SandboxFactory) -> float | None:

@@ -59,7 +59,7 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     from terminal_rl.generation.pipeline import Pipeline, SolveFilter
     from terminal_rl.generation.report import funnel, print_funnel
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.sandbox import SandboxFactory
+    from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 
     config = GeneratorConfig.from_node(cfg.generator)
     work_dir = project_path(cfg.work_dir)

@@ -75,7 +75,7 @@ class RunContext:
 
     @property
     def image_report(self) -> Path:
-        """Which task images built and why the others did not (``sandbox/build_report.py``)."""
+        """Which task images built and why the others did not (``sandbox/images/build_report.py``)."""
         return self.shared_dir / "image_builds.json"
 
     # Private to this node.
@@ -85,17 +85,17 @@ class RunContext:
 
     @property
     def lease_dir(self) -> Path:
-        """Sandbox leases of this run's processes on this node (``sandbox/lease.py``)."""
+        """Sandbox leases of this run's processes on this node (``sandbox/lifecycle/lease.py``)."""
         return self.node_local_dir / "leases"
 
     @property
     def sandbox_slots_dir(self) -> Path:
-        """The node's sandbox slots, shared by every process of this run on it (``sandbox/node_slots.py``)."""
+        """The node's sandbox slots, shared by every process of this run on it (``sandbox/lifecycle/node_slots.py``)."""
         return self.node_local_dir / "sandbox_slots"
 
     @property
     def toolchain_root(self) -> Path:
-        """The verifier's toolchain, built once per node and shared by every run (``sandbox/toolchain.py``)."""
+        """The verifier's toolchain, built once per node and shared by every run (``sandbox/verify/toolchain.py``)."""
         return self.node_local_dir.parent / "toolchain"
 
     @property

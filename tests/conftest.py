@@ -19,7 +19,7 @@ from terminal_rl.agent.runner import run_episode
 from terminal_rl.config import PROJECT_ROOT, compose
 from terminal_rl.run_context import RunConfig, RunContext
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.sandbox import SandboxFactory
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 from terminal_rl.tasks.loaders.tbrl_csv import load_tbrl_csv
 from terminal_rl.tasks.model import Limits
 from terminal_rl.tasks.task_set import task_set_config

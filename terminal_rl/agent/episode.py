@@ -18,8 +18,8 @@ from terminal_rl.agent.actions import Action
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.agent.tools import Toolbox
 from terminal_rl.agent.trajectory import Termination, Trajectory, Turn
-from terminal_rl.sandbox.sandbox import Sandbox, SandboxError
-from terminal_rl.sandbox.shell import SessionBroken
+from terminal_rl.sandbox.runtime.sandbox import Sandbox, SandboxError
+from terminal_rl.sandbox.runtime.shell import SessionBroken
 from terminal_rl.tasks.model import Task
 
 # Infrastructure failures while acting: the sandbox, not the agent.

@@ -24,9 +24,9 @@ from terminal_rl.agent.policies.base import Policy
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.agent.runner import run_episode
 from terminal_rl.agent.trajectory import Termination, Trajectory
-from terminal_rl.sandbox.build_report import BuildOutcome, build_all, build_progress
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
+from terminal_rl.sandbox.images.build_report import BuildOutcome, build_all, build_progress
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.model import Task
 
 

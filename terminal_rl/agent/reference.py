@@ -19,8 +19,8 @@ from pathlib import Path
 
 from terminal_rl.agent.evaluation import run_oracle
 from terminal_rl.agent.trajectory import Termination
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import changed_files
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import changed_files
 from terminal_rl.tasks.model import Task
 
 

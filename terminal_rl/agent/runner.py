@@ -18,8 +18,8 @@ from terminal_rl.agent.episode import Episode, EpisodeLimits
 from terminal_rl.agent.policies.base import ContextExhausted, Policy, PolicyError
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.agent.trajectory import Termination, Trajectory
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.model import Limits, Task
 
 log = logging.getLogger(__name__)

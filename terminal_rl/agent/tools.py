@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terminal_rl.agent.actions import Action, ActionResult
-from terminal_rl.sandbox.files import FileToolError
-from terminal_rl.sandbox.sandbox import Sandbox
+from terminal_rl.sandbox.runtime.files import FileToolError
+from terminal_rl.sandbox.runtime.sandbox import Sandbox
 
 MAX_COMMAND_TIMEOUT_SEC = 600
 SEARCH_RESULT_LINES = 200

@@ -58,7 +58,7 @@ class Trajectory:
     termination_detail: str = ""
     started_at: float = 0.0
     duration_sec: float = 0.0
-    # The verifier's record (terminal_rl.sandbox.verifier.VerificationResult.to_dict()).
+    # The verifier's record (terminal_rl.sandbox.verify.verifier.VerificationResult.to_dict()).
     verification: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 

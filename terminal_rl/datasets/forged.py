@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from terminal_rl.datasets.sources import Episode
 from terminal_rl.rewards.fixture_guard import forged_inputs
-from terminal_rl.sandbox.verifier import changed_files
+from terminal_rl.sandbox.verify.verifier import changed_files
 
 
 @dataclass(frozen=True)

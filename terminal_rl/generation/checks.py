@@ -12,10 +12,10 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from terminal_rl.sandbox.attacks import attack_commands
-from terminal_rl.sandbox.images import ImageBuildError
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import VERIFIER_UID, VerificationResult, verify
+from terminal_rl.sandbox.images.images import ImageBuildError
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.attacks import attack_commands
+from terminal_rl.sandbox.verify.verifier import VERIFIER_UID, VerificationResult, verify
 from terminal_rl.tasks.dockerfile import base_images
 from terminal_rl.tasks.model import Task
 from terminal_rl.tasks.pytest_source import collect_test_names, effective_weights

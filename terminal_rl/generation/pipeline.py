@@ -40,7 +40,7 @@ from terminal_rl.generation.config import GeneratorConfig
 from terminal_rl.generation.dedup import NearDuplicates
 from terminal_rl.generation.difficulty import difficulty_for
 from terminal_rl.generation.drafts import parse_completion, parse_description, parse_environment
-from terminal_rl.sandbox.sandbox import SandboxError, SandboxFactory
+from terminal_rl.sandbox.runtime.sandbox import SandboxError, SandboxFactory
 from terminal_rl.tasks.harbor_export import export_harbor
 from terminal_rl.tasks.model import Difficulty, Environment, Task, VerifierKind
 

@@ -135,7 +135,7 @@ def report(config: JudgeConfig) -> int:
 def record_calibration_set(cfg) -> int:
     from terminal_rl.agent.episode import EpisodeLimits
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.sandbox import SandboxFactory
+    from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 
     services = compose("services", [f"run.id={cfg.run.id}"])
     limits = EpisodeLimits(

@@ -22,7 +22,7 @@ from terminal_rl.agent.runner import run_episode
 from terminal_rl.agent.trajectory import Trajectory
 from terminal_rl.judge.render import describe_environment, render_trajectory
 from terminal_rl.judge.service import JudgeRequest, JudgeService
-from terminal_rl.sandbox.sandbox import SandboxFactory
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 from terminal_rl.tasks.model import Task
 
 CALIBRATION = Path(__file__).parent / "calibration"

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from terminal_rl.sandbox.owner import process_is_running
+from terminal_rl.sandbox.lifecycle.owner import process_is_running
 
 JOB_MARKER = "TERMINAL_RL_SLURM_JOB"
 
@@ -68,8 +68,8 @@ def _send(pids: list[int], signum: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     from terminal_rl.config import compose
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
-    from terminal_rl.sandbox.janitor import sweep_until_settled
+    from terminal_rl.sandbox.lifecycle.janitor import sweep_until_settled
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
 
     parser = argparse.ArgumentParser(
         prog="python -m terminal_rl.launch.epilog",

@@ -1,10 +1,10 @@
 """What every node of a Slurm run does before step 1, since rollout workers run on all of them, each
 on its own container engine:
 
-1. the engine's base images and the verifier's toolchain (``sandbox/node_images.py``), then the node
+1. the engine's base images and the verifier's toolchain (``sandbox/images/node_images.py``), then the node
    checks (engine, disk, mounts, egress network, weights offline);
 2. with ``sandbox.build.archive_dir`` set, every task image: rank 0 builds and archives them, the
-   others load the archive (``sandbox/distribution.py``);
+   others load the archive (``sandbox/images/distribution.py``);
 3. once the head has built the images the run needs first (validation rows, first draws), the same
    ones on this node's engine, so no step-1 rollout waits for a build (``build_task_images``).
 """
@@ -34,11 +34,11 @@ def prepare_node(cfg: DictConfig, rank: int, image_timeout_sec: float) -> None:
 def _node_images(cfg: DictConfig) -> list[str]:
     from docker.errors import DockerException
 
-    from terminal_rl.sandbox.base_images import BaseImageError
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
-    from terminal_rl.sandbox.node_images import provide_node_images
-    from terminal_rl.sandbox.toolchain import ToolchainError
+    from terminal_rl.sandbox.images.base_images import BaseImageError
+    from terminal_rl.sandbox.images.node_images import provide_node_images
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
+    from terminal_rl.sandbox.verify.toolchain import ToolchainError
     from terminal_rl.tasks.dockerfile import task_set_images
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)
@@ -61,8 +61,8 @@ def _node_images(cfg: DictConfig) -> list[str]:
 
 def _archived_images(cfg: DictConfig, rank: int, timeout_sec: float) -> list[str]:
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.distribution import fetch, present, publish, wait_for_manifest
-    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.images.distribution import fetch, present, publish, wait_for_manifest
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     if not sandbox.build.archive_dir:
@@ -86,8 +86,8 @@ def build_task_images(cfg: DictConfig, report: Path, only: list[str] | None = No
     """Build (or find) the images of every valid task (or of the ids in ``only``) on this node's
     engine; returns the outcomes, also written to ``report``. A failed build's rollouts fail as
     sandbox errors and are masked."""
-    from terminal_rl.sandbox.build_report import build_on_this_engine
     from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.images.build_report import build_on_this_engine
 
     sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
     wanted = None if only is None else set(only)

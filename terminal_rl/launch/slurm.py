@@ -422,8 +422,8 @@ def joined(run: RunContext, env) -> bool:
 def janitor(cfg: DictConfig, run: RunContext) -> None:
     """Remove this run's sandbox containers on this node (they live outside the job's cgroup)."""
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
-    from terminal_rl.sandbox.janitor import sweep_until_settled
+    from terminal_rl.sandbox.lifecycle.janitor import sweep_until_settled
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
 
     try:
         sweep_until_settled(docker_client(SandboxConfig.from_node(cfg.sandbox).docker_host), run_id=run.run_id)

@@ -22,15 +22,15 @@ from rich.console import Console
 
 from terminal_rl.config import compose, project_path
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.base_images import BaseImageError
-from terminal_rl.sandbox.build_report import build_on_this_engine
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.distribution import publish
-from terminal_rl.sandbox.docker_client import docker_client
-from terminal_rl.sandbox.janitor import sweep
-from terminal_rl.sandbox.node_images import provide_node_images
-from terminal_rl.sandbox.owner import Owner
-from terminal_rl.sandbox.toolchain import ToolchainError
+from terminal_rl.sandbox.images.base_images import BaseImageError
+from terminal_rl.sandbox.images.build_report import build_on_this_engine
+from terminal_rl.sandbox.images.distribution import publish
+from terminal_rl.sandbox.images.node_images import provide_node_images
+from terminal_rl.sandbox.lifecycle.janitor import sweep
+from terminal_rl.sandbox.lifecycle.owner import Owner
+from terminal_rl.sandbox.runtime.docker_client import docker_client
+from terminal_rl.sandbox.verify.toolchain import ToolchainError
 from terminal_rl.tasks.dockerfile import task_set_images
 from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
 

@@ -20,8 +20,8 @@ from rich.table import Table
 
 from terminal_rl.config import compose
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.base_image_report import report_base_images
 from terminal_rl.sandbox.config import SandboxConfig
+from terminal_rl.sandbox.images.base_image_report import report_base_images
 from terminal_rl.tasks.dockerfile import task_set_images
 from terminal_rl.tasks.harbor_export import export_harbor
 from terminal_rl.tasks.loaders import TaskSourceError

@@ -433,9 +433,9 @@ def check_docker(cfg: DictConfig) -> list[str]:
     tasks' images fail to build and leave the run; ``tasks prepare`` reports the fix.)"""
     from docker.errors import DockerException, ImageNotFound
 
-    from terminal_rl.sandbox.base_images import common_tag, plan
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.images.base_images import common_tag, plan
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
     from terminal_rl.tasks.dockerfile import task_set_images
     from terminal_rl.tasks.loaders import TaskSourceError
 
@@ -526,7 +526,7 @@ def check_disk(cfg: DictConfig) -> list[str]:
 
     from terminal_rl.run_context import RunContext
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     places = {"run.node_local_root": RunContext.from_config(cfg.run).node_local_dir}
@@ -588,10 +588,10 @@ def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
     from docker.errors import DockerException
 
     from terminal_rl.run_context import RunContext
-    from terminal_rl.sandbox.base_images import common_tag
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
-    from terminal_rl.sandbox.sandbox import sandbox_ulimits
+    from terminal_rl.sandbox.images.base_images import common_tag
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
+    from terminal_rl.sandbox.runtime.sandbox import sandbox_ulimits
 
     sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
     try:
@@ -638,8 +638,8 @@ def check_egress_network(cfg: DictConfig) -> list[str]:
     from docker.errors import DockerException
 
     from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.docker_client import docker_client
-    from terminal_rl.sandbox.network import ensure_egress_network
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
+    from terminal_rl.sandbox.runtime.network import ensure_egress_network
     from terminal_rl.tasks.task_set import load_task_set, task_set_config
 
     if not any(task.limits.network for task in load_task_set(task_set_config(cfg.task_set)).tasks):

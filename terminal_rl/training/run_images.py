@@ -23,16 +23,16 @@ from rich.console import Console
 from terminal_rl.config import nearest_existing
 from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.run_context import RunContext
-from terminal_rl.sandbox.build_report import (
+from terminal_rl.sandbox.config import SandboxConfig
+from terminal_rl.sandbox.images.build_report import (
     BuildOutcome,
     build_all,
     build_progress,
     failed_tasks,
     forget_transient_failures,
 )
-from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.docker_client import AsyncDocker, docker_client
-from terminal_rl.sandbox.images import TaskImages
+from terminal_rl.sandbox.images.images import TaskImages
+from terminal_rl.sandbox.runtime.docker_client import AsyncDocker, docker_client
 from terminal_rl.tasks.model import Task
 
 

@@ -13,8 +13,8 @@ from terminal_rl.agent.reference import ReferenceChanges
 from terminal_rl.agent.trajectory import Trajectory
 from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.rewards.mix import RewardMix
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.harbor_export import export_harbor
 from terminal_rl.tasks.loaders.harbor import load_harbor
 from terminal_rl.tasks.model import Difficulty, Environment, Task, VerifierKind

@@ -5,8 +5,8 @@ import pytest
 from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, LiteLLMPolicy
 from terminal_rl.agent.policies.token_policy import TokenPolicy, TokenPolicyConfig
 from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir, load_tokenizer
-from terminal_rl.sandbox.docker_client import docker_client
-from terminal_rl.sandbox.owner import MANAGED, RUN_ID
+from terminal_rl.sandbox.lifecycle.owner import MANAGED, RUN_ID
+from terminal_rl.sandbox.runtime.docker_client import docker_client
 from tests.fake_llm_server import FakeLLMServer, Fault
 
 pytestmark = pytest.mark.docker

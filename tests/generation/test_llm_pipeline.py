@@ -15,8 +15,8 @@ import pytest
 from terminal_rl.agent.evaluation import run_oracle
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.generation.pipeline import prompt
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.loaders.harbor import load_harbor
 from tests.fake_llm_server import FakeLLMServer
 from tests.support import SMALL_LIMITS

@@ -10,8 +10,8 @@ from docker.types import Ulimit
 
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.launch.epilog import JOB_MARKER, job_processes
-from terminal_rl.sandbox.docker_client import docker_client
-from terminal_rl.sandbox.owner import RUN_ID, Owner
+from terminal_rl.sandbox.lifecycle.owner import RUN_ID, Owner
+from terminal_rl.sandbox.runtime.docker_client import docker_client
 from tests.support import BASE_IMAGE
 
 # A process that ignores SIGTERM, as a wedged Ray worker might.

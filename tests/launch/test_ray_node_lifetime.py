@@ -10,7 +10,7 @@ import time
 import pytest
 
 from terminal_rl.config import PROJECT_ROOT
-from terminal_rl.sandbox.owner import process_is_running
+from terminal_rl.sandbox.lifecycle.owner import process_is_running
 
 # A stand-in job task: starts a child the way ray_node starts `ray start`, prints its pid, and waits.
 TASK = """

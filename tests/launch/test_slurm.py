@@ -16,8 +16,8 @@ import pytest
 
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.launch.epilog import job_processes
-from terminal_rl.sandbox.docker_client import docker_client
-from terminal_rl.sandbox.owner import MANAGED, RUN_ID
+from terminal_rl.sandbox.lifecycle.owner import MANAGED, RUN_ID
+from terminal_rl.sandbox.runtime.docker_client import docker_client
 from tests.support import free_port, served_overrides
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -124,7 +124,7 @@ def requeued_two_node_job(tmp_path_factory):
     must save step 1 on the signal, the job requeue itself and resume there, and finish step 2 on both
     nodes. Shared by the tests below (one training job instead of three)."""
     root = tmp_path_factory.mktemp("slurm-train")
-    from terminal_rl.sandbox.images import TASK_LABEL
+    from terminal_rl.sandbox.images.images import TASK_LABEL
 
     podman = docker_client(PODMAN)  # node2 starts without the task images: its preparation must build them
     for image in podman.images.list(filters={"label": TASK_LABEL}):
@@ -191,7 +191,7 @@ def test_every_node_builds_the_first_task_images_on_its_own_engine_before_step_1
     """The head builds the images of the validation rows and first draws, then every other node builds
     the same ones on its own engine, reports them, and only then does step 1 start (before, a node
     other than the head built inside its step-1 rollouts, or failed for a missing base image)."""
-    from terminal_rl.sandbox.images import TASK_LABEL
+    from terminal_rl.sandbox.images.images import TASK_LABEL
 
     job, logs = requeued_two_node_job["job"], requeued_two_node_job["logs"]
     first = json.loads((logs / "slurm" / f"{job}.attempt0.first_images.json").read_text())

@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.sandbox import SandboxFactory, SandboxSpec
-from terminal_rl.sandbox.verifier import VERIFIER_UID, verify
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory, SandboxSpec
+from terminal_rl.sandbox.verify.verifier import VERIFIER_UID, verify
 from terminal_rl.tasks.model import Limits
 from tests.support import BASE_IMAGE, SMALL_LIMITS
 

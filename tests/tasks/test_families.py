@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from terminal_rl.sandbox.sandbox import SandboxFactory
-from terminal_rl.sandbox.verifier import verify
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
+from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.families import FAMILIES
 from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.validation import validate_tasks

@@ -323,7 +323,7 @@ def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
 
 @pytest.mark.docker
 def test_node_checks_create_the_egress_network_when_a_task_allows_network():
-    from terminal_rl.sandbox.docker_client import docker_client
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
     from terminal_rl.training.preflight import check_egress_network
 
     cfg = train_config("hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "task_set.default_limits.network=true")

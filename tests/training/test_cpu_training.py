@@ -11,8 +11,8 @@ import math
 import pytest
 
 from terminal_rl.analysis import load_metrics
-from terminal_rl.sandbox.docker_client import docker_client
-from terminal_rl.sandbox.owner import MANAGED, RUN_ID
+from terminal_rl.sandbox.lifecycle.owner import MANAGED, RUN_ID
+from terminal_rl.sandbox.runtime.docker_client import docker_client
 from tests.conftest import IMAGE_FAULT, SESSION_FAULT, SMOKE_TASKS
 
 pytestmark = [pytest.mark.verl, pytest.mark.docker]

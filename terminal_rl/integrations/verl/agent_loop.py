@@ -53,7 +53,7 @@ from terminal_rl.rewards.fixture_guard import FixtureGuard, forged_inputs
 from terminal_rl.rewards.turn_credit import TurnCredit, turn_facts, turn_rewards
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
-from terminal_rl.sandbox.sandbox import SandboxFactory
+from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 from terminal_rl.tasks.store import TaskRef, TaskStore
 from terminal_rl.tasks.task_set import task_set_config
 from terminal_rl.training.group_scoring import GroupBarrier, GroupScores, score_rollout_group

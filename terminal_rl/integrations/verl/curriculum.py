@@ -22,7 +22,7 @@ from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.curriculum.schedule import DIFFICULTIES, CurriculumState, Schedule, run_steps, schedule_from_config
 from terminal_rl.filtering.keep_list import read_keep_list
 from terminal_rl.filtering.periodic import PassRateTracker
-from terminal_rl.sandbox.build_report import failed_tasks
+from terminal_rl.sandbox.images.build_report import failed_tasks
 
 STATE_FILE = "curriculum.json"
 

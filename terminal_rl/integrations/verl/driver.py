@@ -112,8 +112,8 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
     from terminal_rl.curriculum.schedule import CurriculumState
     from terminal_rl.filtering.keep_list import read_keep_list
     from terminal_rl.integrations.verl.curriculum import validation_rows
-    from terminal_rl.sandbox.build_report import failure_line
     from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.images.build_report import failure_line
     from terminal_rl.training.run_images import RunImages, first_needed
 
     sandbox = SandboxConfig.from_node(cfg.sandbox)

@@ -1,0 +1,2 @@
+"""The running sandbox: the container engine client, one container per rollout, its shell, terminal,
+files, output bounds and network."""

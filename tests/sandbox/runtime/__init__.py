@@ -1,0 +1,1 @@
+"""Tests of terminal_rl/sandbox/runtime/."""
