@@ -15,13 +15,18 @@ run: install
 	scripts/start_services.sh $(PYTHON) $(RUN_TASK_SET)
 	$(PYTHON) -m terminal_rl.train experiment=learning_proof $(ARGS)
 
-# Two workers, one per core: tests sharing a run stay in one worker (tests/conftest.py).
-test: install services
-	$(PYTHON) -m pytest -n 2 --dist loadgroup $(ARGS)
+# The full suite, CI's command: the lint, the fast tier, then the tests that need the services.
+# Two workers, one per core: tests sharing a run stay in one worker (tests/conftest.py). Exit code 5
+# is a tier with no test selected (ARGS chose tests of the other tier only).
+FAST_TIER = not docker and not slurm and not verl and not ray
+test: lint
+	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "$(FAST_TIER)" $(ARGS) || [ $$? -eq 5 ]
+	scripts/start_services.sh $(PYTHON)
+	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "not ($(FAST_TIER))" $(ARGS) || [ $$? -eq 5 ]
 
-# Day-to-day: the tests that need no container engine, Slurm, Ray or training (about 2 minutes).
+# Day-to-day: the tests that need no container engine, Slurm, Ray or training (under 2 minutes).
 test-fast: install
-	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "not docker and not slurm and not verl and not ray" $(ARGS)
+	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "$(FAST_TIER)" $(ARGS)
 
 # Format and lint check (ruff, configured in pyproject.toml); `ruff format .` applies the format.
 lint: install
