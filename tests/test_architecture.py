@@ -19,7 +19,7 @@ FLOORS = (
     ("training",),
     ("integrations",),
     ("launch",),
-    ("train", "evaluate", "filter", "generate", "sft", "export"),
+    ("train", "preflight", "evaluate", "filter", "generate", "sft", "export"),
 )
 
 

@@ -1,7 +1,7 @@
-"""``python -m terminal_rl.datasets build|convert [overrides]`` (Hydra app on conf/datasets.yaml).
+"""``python -m terminal_rl.datasets [command=build|convert] [overrides]`` (Hydra app on conf/datasets.yaml).
 
-build     SFT, DPO and PRM datasets of runs' rollouts and evaluations
-convert   external Terminus-2 traces (convert.input=FILE) to SFT records of our terminus_json protocol
+command=build     SFT, DPO and PRM datasets of runs' rollouts and evaluations (the default)
+command=convert   external Terminus-2 traces (convert.input=FILE) to SFT records of our terminus_json protocol
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import hydra
 from omegaconf import DictConfig
 
 COMMANDS = ("build", "convert")
-COMMAND = sys.argv[1] if len(sys.argv) > 1 else ""
 
 
 def settings_from(cfg: DictConfig):
@@ -108,7 +107,9 @@ def main(cfg: DictConfig) -> None:
     from terminal_rl.datasets.build import build
     from terminal_rl.datasets.writer import upload
 
-    if COMMAND == "convert":
+    if cfg.command not in COMMANDS:
+        sys.exit(f"command={cfg.command!r} is not one of: {', '.join(COMMANDS)}")
+    if cfg.command == "convert":
         convert(cfg)
         return
     settings = settings_from(cfg)
@@ -124,7 +125,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
-        sys.exit(f"usage: python -m terminal_rl.datasets {'|'.join(COMMANDS)} [overrides]")
-    del sys.argv[1]
     main()

@@ -6,7 +6,7 @@ The chain is our own apps, each in its own process and each resumable:
    a disclosed ``mistake_share`` per level of them wrong in a plausible way);
 2. ``python -m terminal_rl.evaluate policy=scripted``: played in real sandboxes and verified, so the
    records carry real observations and scores;
-3. ``python -m terminal_rl.datasets build``: SFT records in the training rendering;
+3. ``python -m terminal_rl.datasets``: SFT records in the training rendering;
 4. ``python -m terminal_rl.sft``: verl's SFT trainer from the ``model`` preset's (random) weights.
 The result, ``<output_root>/<warm_start.run_id>/sft/model``, is the training run's ``model.path``;
 a run that finds it there starts at once. ``warm_start.json`` beside it records the settings it was
@@ -75,7 +75,7 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
         ],
         [
             "datasets",
-            "build",
+            "command=build",
             *run,
             f"agent={warm.agent}",
             f"model={warm.model}",

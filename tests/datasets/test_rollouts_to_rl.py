@@ -93,7 +93,7 @@ def datasets(demos, cpu_run):
     with FakeLLMServer(step_scores) as judge:
         result = app(
             "terminal_rl.datasets",
-            "build",
+            "command=build",
             "runs=[demos,oracle,ci]",
             f"run.output_root={demos}",
             "run.id=demos",
@@ -137,7 +137,7 @@ def test_rollout_records_carry_the_ids_the_agent_loop_trained(cpu_run, datasets,
     model = cpu_run["dir"].parent / "models" / "tiny-qwen3"
     app(
         "terminal_rl.datasets",
-        "build",
+        "command=build",
         "runs=[ci]",
         f"run.output_root={cpu_run['dir'].parent}",
         "run.id=ci",

@@ -64,7 +64,7 @@ def test_the_convert_command_writes_the_dataset_and_the_rejected_traces(tmp_path
             sys.executable,
             "-m",
             "terminal_rl.datasets",
-            "convert",
+            "command=convert",
             f"convert.input={TRACES}",
             f"tokenizer={bundled_qwen3_tokenizer_dir()}",
             f"output_dir={tmp_path}",

@@ -51,7 +51,7 @@ def check_inputs(cfg: DictConfig) -> None:
     missing = [f for f in cfg.verl.data.train_files if not project_path(f).is_file()]
     if missing:
         raise FileNotFoundError(
-            f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets build "
+            f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets "
             f"run.id=...` or point verl.data.train_files at sft.parquet files"
         )
     model = project_path(cfg.verl.model.path)
