@@ -134,15 +134,15 @@ def validation_line(step: int, data: dict) -> str | None:
     return f"  validation @ step {step}: " + "  ".join(f"{name} {float(v):.3f}" for name, v in sorted(scores.items()))
 
 
-class MetricsFollower:
-    """Calls ``on_step(step, data)`` for each record appended to the metrics file (polled)."""
+class _Poller:
+    """A daemon thread that calls ``poll()`` every ``interval_sec`` while the ``with`` block runs, and
+    once more at its end."""
 
-    def __init__(self, path: Path, on_step: Callable[[int, dict], None], interval_sec: float = 1.0):
-        self.path, self.on_step, self.interval_sec = path, on_step, interval_sec
-        self._offset, self._stop = 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, name="metrics-follower", daemon=True)
+    def __init__(self, interval_sec: float):
+        self.interval_sec, self._stop = interval_sec, threading.Event()
+        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
 
-    def __enter__(self) -> MetricsFollower:
+    def __enter__(self):
         self._thread.start()
         return self
 
@@ -154,6 +154,17 @@ class MetricsFollower:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_sec):
             self.poll()
+
+    def poll(self) -> None:
+        raise NotImplementedError
+
+
+class MetricsFollower(_Poller):
+    """Calls ``on_step(step, data)`` for each record appended to the metrics file (polled)."""
+
+    def __init__(self, path: Path, on_step: Callable[[int, dict], None], interval_sec: float = 1.0):
+        super().__init__(interval_sec)
+        self.path, self.on_step, self._offset = path, on_step, 0
 
     def poll(self) -> None:
         if not self.path.is_file():
@@ -170,6 +181,41 @@ class MetricsFollower:
             except (ValueError, KeyError, TypeError):
                 continue  # not a metrics record (blank, or written by something else)
             self.on_step(step, data)
+
+
+def validation_progress_line(step: int, done: int, total: int) -> str:
+    """A validation's progress (pure): episodes finished of those it runs."""
+    return f"  validation @ step {step}: {done}/{total} episodes"
+
+
+class ValidationProgress(_Poller):
+    """Prints a validation's progress while it runs: it writes no metrics record until it ends (the one
+    before step 1 runs minutes), but each finished episode appends a line to the run's rollout log
+    (``<log_dir>/rollouts/val_step<N>.<pid>.jsonl``, ``integrations/verl/agent_loop.py``). A line at
+    most every ``every_sec``, and one when the count reaches ``total`` (rows x ``val_kwargs.n``)."""
+
+    def __init__(self, rollouts: Path, total: int, print_line: Callable[[str], None], every_sec: float = 15.0):
+        super().__init__(1.0)
+        self.rollouts, self.total, self.print_line, self.every_sec = rollouts, total, print_line, every_sec
+        self._offsets: dict[Path, int] = {}
+        self._done: dict[int, int] = {}  # step -> episodes finished
+        self._shown: dict[int, tuple[int, float]] = {}  # step -> (count, time) of the last line
+
+    def poll(self) -> None:
+        for path in sorted(self.rollouts.glob("val_step*.jsonl")):
+            step = int(path.name.removeprefix("val_step").split(".")[0])
+            with path.open("rb") as handle:
+                handle.seek(self._offsets.get(path, 0))
+                chunk = handle.read()
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self._offsets[path] = self._offsets.get(path, 0) + len(complete)
+            self._done[step] = self._done.get(step, 0) + complete.count(b"\n")
+        now = time.monotonic()
+        for step, done in self._done.items():
+            count, at = self._shown.get(step, (0, -self.every_sec))
+            if done > count and (done >= self.total or now - at >= self.every_sec):
+                self.print_line(validation_progress_line(step, done, self.total))
+                self._shown[step] = (done, now)
 
 
 class Console:

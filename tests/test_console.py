@@ -10,7 +10,15 @@ import textwrap
 from pathlib import Path
 
 from terminal_rl.config import PROJECT_ROOT
-from terminal_rl.console import MetricsFollower, app_header, header_lines, step_line, task_counts, validation_line
+from terminal_rl.console import (
+    MetricsFollower,
+    ValidationProgress,
+    app_header,
+    header_lines,
+    step_line,
+    task_counts,
+    validation_line,
+)
 
 SETTINGS = {
     "task_set": {"path": "data/terminal_bench_rl.csv"},
@@ -118,6 +126,28 @@ def test_the_follower_reads_each_complete_record_once(tmp_path):
     follower.poll()
     follower.poll()
     assert seen == [(1, {"a": 1}), (2, {"a": 2})]
+
+
+def test_validation_shows_its_episodes_as_they_finish_across_workers(tmp_path):
+    """The validation before step 1 writes no metrics record for minutes: its progress comes from the
+    rollout logs (one file per worker), a line at most every every_sec, and one at the end."""
+    shown = []
+    progress = ValidationProgress(tmp_path, 4, shown.append, every_sec=3600)
+    progress.poll()  # no rollout folder yet
+    tmp_path.joinpath("val_step000000.11.jsonl").write_text("{}\n{")  # half a line waits
+    progress.poll()
+    assert shown == ["  validation @ step 0: 1/4 episodes"]
+    with tmp_path.joinpath("val_step000000.11.jsonl").open("a") as out:
+        out.write("}\n")
+    tmp_path.joinpath("val_step000000.12.jsonl").write_text("{}\n")
+    tmp_path.joinpath("train_step000001.12.jsonl").write_text("{}\n" * 9)  # training episodes do not count
+    progress.poll()
+    assert len(shown) == 1, "not again within every_sec"
+    with tmp_path.joinpath("val_step000000.12.jsonl").open("a") as out:
+        out.write("{}\n")
+    progress.poll()
+    progress.poll()
+    assert shown[1:] == ["  validation @ step 0: 4/4 episodes"]
 
 
 def test_library_output_goes_to_the_log_and_an_error_to_the_console(tmp_path):

@@ -7,6 +7,7 @@ the chain of apps runs, Ray, verl, our agent loop and the verifier train the war
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -34,6 +35,9 @@ def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
     assert any(line.startswith("SFT done: ") for line in lines)
     assert any(line.startswith("  tasks       write_value: train 24 (") for line in lines), "\n".join(lines[-80:])
     assert any(line.startswith("  validation @ step 0: write_value pass rate") for line in lines)
+    progress = [i for i, line in enumerate(lines) if re.fullmatch(r"  validation @ step 0: (\d+)/\1 episodes", line)]
+    results = next(i for i, line in enumerate(lines) if line.startswith("  validation @ step 0: write_value"))
+    assert progress and progress[0] < results, "the validation before step 1 shows its episodes as they finish"
     assert any(line.startswith("step 1/2 ") for line in lines) and any(line.startswith("step 2/2 ") for line in lines)
     assert any(line.startswith("  validation @ step 2: write_value pass rate") for line in lines)
     assert any(line.startswith("done: checkpoints") for line in lines)

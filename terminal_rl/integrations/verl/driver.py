@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from terminal_rl.console import (
     Console,
     MetricsFollower,
+    ValidationProgress,
     header_lines,
     log_row,
     quiet_console,
@@ -68,10 +69,10 @@ def apply_environment(env: dict[str, str]) -> None:
     importlib.import_module(PLUGIN)
 
 
-def prepare(cfg: DictConfig, console) -> list[str]:
+def prepare(cfg: DictConfig, console) -> tuple[list[str], int]:
     """The warm start and the tiny model (if configured and missing), the run's dataset, the console
     header and the run's first task images, before any worker starts. Returns the ids of the tasks
-    whose images were built first."""
+    whose images were built first, and how many episodes a validation runs."""
     from terminal_rl.models.tiny import ensure_tiny_model
     from terminal_rl.tasks.prepare import prepare_task_set
     from terminal_rl.tasks.task_set import task_set_config
@@ -99,16 +100,16 @@ def prepare(cfg: DictConfig, console) -> list[str]:
     }
     for line in header_lines(run.run_id, run.shared_dir, prepared.counts(), settings, steps):
         console.print(line)
-    first = prepare_images(cfg, run, prepared, schedule, console)
+    first, val_rows = prepare_images(cfg, run, prepared, schedule, console)
     # The schedule this run uses, beside its logs.
     plot_schedule(schedule, cfg.curriculum.kind, run.log_dir / "curriculum.png", steps)
-    return first
+    return first, val_rows * int(cfg.actor_rollout_ref.rollout.val_kwargs.n)
 
 
-def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console: Console) -> list[str]:
+def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console: Console) -> tuple[list[str], int]:
     """Build the images of the validation rows and the first draws now, the rest in the background
     (``terminal_rl/training/run_images.py``); tasks whose image fails leave the run, with the reason
-    in its image report. Returns the ids built now that the run keeps."""
+    in its image report. Returns the ids built now that the run keeps, and its validation rows."""
     from terminal_rl.curriculum.schedule import CurriculumState
     from terminal_rl.filtering.keep_list import read_keep_list
     from terminal_rl.integrations.verl.curriculum import validation_rows
@@ -130,15 +131,19 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
     # The first step's prompts and as many refills again (online-variance filtering draws more).
     draws = 2 * int(cfg.data.train_batch_size)
 
+    def validation(unavailable: frozenset[str]) -> list[str]:
+        return [val_ids[i] for i in validation_rows(val_ids, unavailable, int(cfg.data.get("val_max_samples", -1)))]
+
     def predict(unavailable: frozenset[str]) -> list[str]:
-        val = [val_ids[i] for i in validation_rows(val_ids, unavailable, int(cfg.data.get("val_max_samples", -1)))]
+        val = validation(unavailable)
         return first_needed(difficulties, val, mix, int(cfg.task_set.split_seed), draws, keep, unavailable)
 
     failed = images.build_first(predict, console.rich, sandbox.build.jobs)
     for outcome in failed:
         console.print(f"{failure_line(outcome)}; it leaves this run; see {run.image_report}")
     images.build_rest_in_background()
-    return predict(images.unavailable())
+    unavailable = images.unavailable()
+    return predict(unavailable), len(validation(unavailable))
 
 
 def ray_runtime_env(cfg: DictConfig, env: dict[str, str]) -> dict:
@@ -205,7 +210,7 @@ def train(
     env = env or run_environment(cfg)
     apply_environment(env)
     run = RunContext.from_config(cfg.run)
-    first = prepare(cfg, Console(sys.stdout))
+    first, val_episodes = prepare(cfg, Console(sys.stdout))
     if nodes_ready is not None:
         nodes_ready(first)
     OmegaConf.resolve(cfg)
@@ -223,7 +228,10 @@ def train(
 
         auto_set_device(cfg)
         validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
-        with MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, cfg)):
+        with (
+            MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, cfg)),
+            ValidationProgress(run.log_dir / "rollouts", val_episodes, console.print),
+        ):
             run_ppo(cfg, task_runner_class=TaskRunnerV1)
         sys.stdout.flush()
         plot_run(run.shared_dir, warn=console.print)
