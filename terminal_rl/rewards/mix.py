@@ -67,25 +67,3 @@ def score_group(samples: Sequence[dict[str, ComponentScore]], mix: RewardMix) ->
         weights = {name: (kept.get(name, 0.0) / total) for name in mix.weights}
     rewards = [sum(w * (sample[name].score or 0.0) for name, w in weights.items() if w > 0) for sample in samples]
     return GroupRewards(rewards, weights, missing)
-
-
-def reward_metrics(groups: Sequence[tuple[Sequence[dict[str, ComponentScore]], GroupRewards]]) -> dict[str, float]:
-    """``reward/<name>/mean`` over present scores, ``reward/weight/<name>`` (mean weight in use) and
-    group fallback/drop counts, for the trainer's metrics and wandb."""
-    metrics: dict[str, float] = {}
-    scores: dict[str, list[float]] = {}
-    weights: dict[str, list[float]] = {}
-    for samples, group in groups:
-        for sample in samples:
-            for name, component in sample.items():
-                if not component.missing:
-                    scores.setdefault(name, []).append(component.score)
-        for name, weight in group.weights.items():
-            weights.setdefault(name, []).append(weight)
-    for name, values in sorted(scores.items()):
-        metrics[f"reward/{name}/mean"] = sum(values) / len(values)
-    for name, values in sorted(weights.items()):
-        metrics[f"reward/weight/{name}"] = sum(values) / len(values)
-    metrics["reward/groups/fallback"] = float(sum(g.fallback for _, g in groups))
-    metrics["reward/groups/dropped"] = float(sum(g.dropped for _, g in groups))
-    return metrics

@@ -52,6 +52,11 @@ class GroupScores:
     filter_signal: list[float] | None = None
     filtered: bool = False
 
+    @property
+    def test_scores(self) -> list[float]:
+        """Each sample's test score (0 where the tests gave none)."""
+        return [c["tests"].score or 0.0 for c in self.components]
+
 
 async def score_rollout_group(
     trajectories: list[Trajectory],

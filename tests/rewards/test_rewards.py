@@ -11,7 +11,7 @@ from terminal_rl.rewards.components import (
     score_task_reward,
     score_tests,
 )
-from terminal_rl.rewards.mix import RewardMix, reward_metrics, score_group
+from terminal_rl.rewards.mix import RewardMix, score_group
 
 
 def trajectory(score=0.5, exit_codes=(0, 1, 0), parse_errors=(None, "bad", None, None)):
@@ -73,16 +73,6 @@ def test_weights_are_validated():
         RewardMix({"tests": 0.7, "judge": 0.35})
     with pytest.raises(ValueError, match="'skip' is not a valid MissingPolicy"):
         RewardMix({"tests": 1.0}, "skip")
-
-
-def test_metrics_names():
-    samples = [sample(1.0, 0.5), sample(0.0, None)]
-    group = score_group(samples, MIX)
-    metrics = reward_metrics([(samples, group), ([sample(0.5, 0.5)], score_group([sample(0.5, 0.5)], MIX))])
-    assert metrics["reward/tests/mean"] == pytest.approx(0.5)
-    assert metrics["reward/judge/mean"] == pytest.approx(0.5)
-    assert metrics["reward/weight/judge"] == pytest.approx(0.175)
-    assert metrics["reward/groups/fallback"] == 1.0 and metrics["reward/groups/dropped"] == 0.0
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import pytest
 from terminal_rl.analysis import load_metrics
 from terminal_rl.sandbox.lifecycle.owner import MANAGED, RUN_ID
 from terminal_rl.sandbox.runtime.docker_client import docker_client
+from terminal_rl.training.metrics import is_ours_or_verls
 from tests.conftest import IMAGE_FAULT, SESSION_FAULT, SMOKE_TASKS
 
 pytestmark = [pytest.mark.verl, pytest.mark.docker]
@@ -57,6 +58,8 @@ def test_grpo_steps_log_reward_components_and_validation(cpu_run):
         "judge/calls",
     ):
         assert key in steps[1], key
+    logged = {name for step in steps.values() for name in step}
+    assert [name for name in logged if not is_ours_or_verls(name)] == [], "every metric is named in training/metrics.py"
     assert all(steps[step]["training/optimizer_steps"] == 1 for step in steps), (
         "one mini-batch a step (ppo_mini_batch_size = prompts_per_step), so one optimizer step"
     )

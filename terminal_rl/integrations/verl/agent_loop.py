@@ -36,7 +36,6 @@ from omegaconf import DictConfig
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
 from terminal_rl.agent.config import AgentConfig
-from terminal_rl.agent.metrics import behaviour_metrics
 from terminal_rl.agent.policies.base import Policy, PolicySession
 from terminal_rl.agent.policies.token_session import Generation, TokenSession
 from terminal_rl.agent.protocols import make_protocol
@@ -45,7 +44,7 @@ from terminal_rl.agent.runner import episode_deadline_sec, run_episode
 from terminal_rl.agent.tokens import ChatTokenizer, History, SequenceLimits, TokenSample, prompt_digest
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.config import to_dataclass
-from terminal_rl.filtering.variance import filter_signal, group_variances, lacks_signal
+from terminal_rl.filtering.variance import filter_signal, lacks_signal
 from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.integrations.verl.curriculum import run_schedule
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
@@ -57,6 +56,7 @@ from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 from terminal_rl.tasks.store import TaskRef, TaskStore
 from terminal_rl.tasks.task_set import task_set_config
 from terminal_rl.training.group_scoring import GroupBarrier, GroupScores, score_rollout_group
+from terminal_rl.training.metrics import RolloutInfo
 from terminal_rl.training.step_ledger import GroupRecord
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class _WorkerState:
         )
         if meta["split"] != "train":
             return scores
-        step, tests = meta["global_steps"], _test_scores(scores)
+        step, tests = meta["global_steps"], scores.test_scores
         self.ledger = self.ledger or ledger(self.run.run_id)
         if self.cfg.data_filter.kind == "online_variance":
             if not scores.masked and lacks_signal(scores.rewards, tests, scores.weights.get("judge", 0.0)):
@@ -256,10 +256,8 @@ class TerminalAgentLoop(AgentLoopBase):
         # A trajectory with no model turn ran under the weights the step started with.
         fallback_version = int(kwargs.get("global_steps", 1)) - 1
         truncation_masked = self._truncation_masked(trajectory)
-        info = reward_extra_info(trajectory, scores, position)
-        for reason in (r for r in Termination if r.truncated):  # the share of samples each termination masked
-            info[f"loss_masked_{reason.value}"] = float(truncation_masked and trajectory.termination == reason.value)
-        extra: dict[str, Any] = {"reward_extra_info": info}
+        info = RolloutInfo.of(trajectory, scores, position, truncation_masked)
+        extra: dict[str, Any] = {"reward_extra_info": info.extra_info()}
         turn_level = self.state.turn_level
         if turn_level:
             extra["turn_rewards"] = turn_rewards(
@@ -350,41 +348,3 @@ def _logged_sample(sample: TokenSample, history: str) -> dict[str, Any]:
         "response_ids": sample.response_ids,
         "response_mask": sample.response_mask,
     }
-
-
-def _test_scores(scores: GroupScores) -> list[float]:
-    return [c["tests"].score or 0.0 for c in scores.components]
-
-
-def reward_extra_info(trajectory: Trajectory, scores: GroupScores, position: int) -> dict[str, float]:
-    """Per-sample numbers the trainer aggregates into step metrics (numbers only: strings are dropped;
-    never a key named "reward", which verl's validation reserves)."""
-    info: dict[str, float] = {}
-    for name, component in scores.components[position].items():
-        if not component.missing:
-            info[f"component_{name}"] = float(component.score)
-    info.update({f"weight_{name}": float(w) for name, w in scores.weights.items()})
-    info["masked"] = float(scores.masked)
-    info["variance_reward"], info["variance_tests"] = group_variances(scores.rewards, _test_scores(scores))
-    info["zero_variance_reward"] = float(info["variance_reward"] == 0.0)
-    info["zero_variance_tests"] = float(info["variance_tests"] == 0.0)
-    if scores.filter_signal is not None:
-        info["filter_signal"] = scores.filter_signal[position]
-        info["filtered"] = float(scores.filtered)
-    info["judge_fallback"] = float(scores.judge_fallback)
-    info["fixture_flagged"] = float("forged" in scores.components[position]["tests"].details)
-    info["judge_skipped"] = float(scores.judge_skipped)
-    info["stage"] = float(trajectory.metadata.get("stage", 0))
-    # Validation reports these per data source: mean test score (val-core .../acc) and pass rate.
-    info["acc"] = float((trajectory.verification or {}).get("score", 0.0))
-    info["pass"] = float(info["acc"] == 1.0)
-    for reason in Termination:
-        info[f"end_{reason.value}"] = float(trajectory.termination == reason.value)
-    info.update(
-        {
-            f"behaviour_{k.replace('/', '_')}": float(v)
-            for k, v in behaviour_metrics(trajectory).items()
-            if not k.startswith("tool/")
-        }
-    )
-    return info

@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import ray
 import transfer_queue as tq
 from omegaconf import open_dict
@@ -30,39 +28,10 @@ from terminal_rl.integrations.verl.services import ledger
 from terminal_rl.plot import plot_run
 from terminal_rl.rewards.turn_credit import TurnCredit
 from terminal_rl.training.checkpoints import enforce_retention
+from terminal_rl.training.metrics import step_metrics
 from terminal_rl.training.preemption import acknowledge, exchange_folder, save_requested
 
-# reward_extra_info key prefix -> metric name prefix
-_PREFIXES = {
-    "component_": "reward/{}/mean",
-    "weight_": "reward/weight/{}",
-    "end_": "rollout/ended/{}",
-    "behaviour_": "behaviour/{}",
-}
-_NAMES = {
-    "masked": "rollout/masked_fraction",
-    "judge_fallback": "reward/judge_fallback_fraction",
-    "judge_skipped": "reward/judge_skipped_fraction",
-    "stage": "curriculum/drawn_stage",
-    "acc": "reward/tests_score",
-    "pass": "reward/pass_rate",
-}
 SAMPLE_ROWS = 4
-
-
-def step_metrics(infos: list[dict[str, float]]) -> dict[str, float]:
-    """Means of the per-sample numbers under their metric names (pure; tested without verl)."""
-    values: dict[str, list[float]] = defaultdict(list)
-    for info in infos:
-        for key, value in info.items():
-            values[key].append(float(value))
-    metrics: dict[str, float] = {}
-    for key, series in values.items():
-        mean = float(np.mean(series))
-        prefix = next((p for p in _PREFIXES if key.startswith(p)), None)
-        name = _PREFIXES[prefix].format(key[len(prefix) :]) if prefix else _NAMES.get(key, f"rollout/{key}")
-        metrics[name] = mean
-    return metrics
 
 
 def session_rows(keys: list[str]) -> list[int]:
