@@ -7,6 +7,7 @@ Relative paths in configs are relative to the project root (see :func:`project_p
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +61,11 @@ def project_path(path: str | Path) -> Path:
 def nearest_existing(path: Path) -> Path:
     """``path`` or its closest existing parent: where a folder still to be made takes its disk space."""
     return next(p for p in (path, *path.parents) if p.exists())
+
+
+def free_disk_bytes(path: Path) -> int:
+    """Free space where ``path`` is, or will be once made."""
+    return shutil.disk_usage(nearest_existing(path)).free
 
 
 def model_location(path: str) -> str:

@@ -84,6 +84,11 @@ class RunContext:
         return self.node_local_dir / "image_cache"
 
     @property
+    def image_lock_dir(self) -> Path:
+        """One build lock (and failure record) per image hash, shared by the node's processes."""
+        return self.image_cache_dir / "locks"
+
+    @property
     def lease_dir(self) -> Path:
         """Sandbox leases of this run's processes on this node (``sandbox/lifecycle/lease.py``)."""
         return self.node_local_dir / "leases"

@@ -101,9 +101,7 @@ def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
         status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
         console.print(f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s")
 
-    outcomes = build_on_this_engine(
-        sandbox, run.image_cache_dir / "locks", tasks, report_path, args.jobs, progress, args.discard
-    )
+    outcomes = build_on_this_engine(sandbox, run.image_lock_dir, tasks, report_path, args.jobs, progress, args.discard)
     failed = sum(not o.ok for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} task images built; report: {report_path}")
     if sandbox.build.archive_dir and not args.discard:  # for nodes that load instead of building

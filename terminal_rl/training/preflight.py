@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.tokens import History
-from terminal_rl.config import CONF_DIR, nearest_existing, project_path, to_dataclass
+from terminal_rl.config import CONF_DIR, free_disk_bytes, nearest_existing, project_path, to_dataclass
 from terminal_rl.models.lora import LoRA, projections, trainable_parameters, unknown_modules
 from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.training.costs import EpisodeCost, EpisodeShape, checkpoint_gb, episode_cost
@@ -289,7 +289,6 @@ def check_checkpoint_disk(cfg: DictConfig) -> list[str]:
     """The checkpoints the run keeps fit in the free space of their directory: at the peak one more
     than kept (a save is written before the oldest is removed, verl ``checkpoint_manager.py``
     l. 166-194), less those already there (a resume's: their space is taken already)."""
-    import shutil
 
     from terminal_rl.training.checkpoints import saved_steps
 
@@ -298,7 +297,7 @@ def check_checkpoint_disk(cfg: DictConfig) -> list[str]:
     existing = nearest_existing(folder)
     present = len(saved_steps(folder)) if folder.is_dir() else 0
     needed_gb = max(0, kept + 1 - present) * size if kept else 0.0
-    free_gb = shutil.disk_usage(existing).free / 1e9
+    free_gb = free_disk_bytes(folder) / 1e9
     if needed_gb <= free_gb:
         return []
     return [
@@ -519,7 +518,6 @@ def check_judge_reachable(cfg: DictConfig, timeout_sec: float = 5) -> list[str]:
 
 def check_disk(cfg: DictConfig) -> list[str]:
     """Free space where this node keeps run files (node-local root) and images (the engine's data root)."""
-    import shutil
     from pathlib import Path
 
     from docker.errors import DockerException
@@ -537,8 +535,7 @@ def check_disk(cfg: DictConfig) -> list[str]:
     floor = float(cfg.hardware.min_free_disk_gb)
     problems = []
     for name, path in places.items():
-        existing = nearest_existing(path)
-        free_gb = shutil.disk_usage(existing).free / 2**30
+        free_gb = free_disk_bytes(path) / 2**30
         if free_gb < floor:
             problems.append(
                 f"{name} ({path}) has {free_gb:.1f} GB free, below hardware.min_free_disk_gb="

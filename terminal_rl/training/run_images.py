@@ -14,13 +14,12 @@ an image not built yet builds it itself (one build per image, under its lock).
 from __future__ import annotations
 
 import asyncio
-import shutil
 import threading
 from collections.abc import Mapping, Sequence
 
 from rich.console import Console
 
-from terminal_rl.config import nearest_existing
+from terminal_rl.config import free_disk_bytes
 from terminal_rl.curriculum.sampler import TaskSampler
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
@@ -101,7 +100,7 @@ class RunImages:
         docker = AsyncDocker(
             docker_client(self.sandbox.docker_host, self.sandbox.docker_threads), self.sandbox.docker_threads
         )
-        images = TaskImages(docker, self.sandbox.build, self.run.image_cache_dir / "locks")
+        images = TaskImages(docker, self.sandbox.build, self.run.image_lock_dir)
         new: list[BuildOutcome] = []
         try:
             for start in range(0, len(tasks), jobs):
@@ -123,4 +122,4 @@ class RunImages:
         return new
 
     def _disk_low(self) -> bool:
-        return shutil.disk_usage(nearest_existing(self.run.node_local_dir)).free / 2**30 < self.min_free_disk_gb
+        return free_disk_bytes(self.run.node_local_dir) / 2**30 < self.min_free_disk_gb

@@ -152,7 +152,7 @@ class SandboxFactory:
         self.run = run
         self.run_id = run.run_id
         self.docker = AsyncDocker(docker_client(config.docker_host, config.docker_threads), config.docker_threads)
-        self.images = TaskImages(self.docker, config.build, run.image_cache_dir / "locks")
+        self.images = TaskImages(self.docker, config.build, run.image_lock_dir)
         self.owner = Owner.current()
         self.lease = Lease(run.lease_dir, config.lease.renew_sec)
         self.toolchain: Toolchain | None = None

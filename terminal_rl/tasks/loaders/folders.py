@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from terminal_rl.tasks.loaders import TaskSourceError
+from terminal_rl.tasks.loaders import LoadResult, TaskSourceError
+from terminal_rl.tasks.model import Limits, Task
 from terminal_rl.tasks.validation import Problem, TaskError
 
 
@@ -15,6 +17,20 @@ def task_folders(root: Path, marker: str) -> list[Path]:
     if (root / marker).is_file():
         return [root]
     return sorted(p for p in root.iterdir() if (p / marker).is_file())
+
+
+def load_folders(
+    root: Path, marker: str, folder_to_task: Callable[[Path, Limits], Task], default_limits: Limits
+) -> LoadResult:
+    """Every task folder of ``root`` (``task_folders``) through ``folder_to_task``; a folder that
+    raises ``TaskError`` becomes its problem, the others load."""
+    result = LoadResult()
+    for folder in task_folders(root, marker):
+        try:
+            result.tasks.append(folder_to_task(folder, default_limits))
+        except TaskError as error:
+            result.problems.append(error.problem)
+    return result
 
 
 def read_tree(root: Path, skip: frozenset[str] = frozenset()) -> dict[str, bytes]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from terminal_rl.tasks.loaders import LoadResult
 from terminal_rl.tasks.loaders.fields import parse_difficulty, parse_memory_mb, parse_seconds, parse_tags
-from terminal_rl.tasks.loaders.folders import decode_text, read_tree, task_folders
+from terminal_rl.tasks.loaders.folders import decode_text, load_folders, read_tree
 from terminal_rl.tasks.model import Environment, Limits, Task, VerifierKind
 from terminal_rl.tasks.validation import Problem, TaskError
 
@@ -33,13 +33,7 @@ _MODELLED_METADATA = {"difficulty", "category", "tags", "title", "terminal_rl"}
 
 def load_harbor(root: Path, default_limits: Limits) -> LoadResult:
     """Load one Harbor task folder, or every task folder directly below ``root``."""
-    result = LoadResult()
-    for folder in task_folders(root, "task.toml"):
-        try:
-            result.tasks.append(folder_to_task(folder, default_limits))
-        except TaskError as error:
-            result.problems.append(error.problem)
-    return result
+    return load_folders(root, "task.toml", folder_to_task, default_limits)
 
 
 def folder_to_task(folder: Path, default_limits: Limits) -> Task:

@@ -15,7 +15,7 @@ import yaml
 
 from terminal_rl.tasks.loaders import LoadResult
 from terminal_rl.tasks.loaders.fields import parse_difficulty, parse_seconds, parse_tags
-from terminal_rl.tasks.loaders.folders import decode_text, read_tree, task_folders
+from terminal_rl.tasks.loaders.folders import decode_text, load_folders, read_tree
 from terminal_rl.tasks.model import Environment, Limits, Task, VerifierKind
 from terminal_rl.tasks.validation import Problem, TaskError
 
@@ -25,13 +25,7 @@ _NOT_CONTEXT = frozenset({"task.yaml", "Dockerfile", "run-tests.sh", "tests", "s
 
 def load_tb1(root: Path, default_limits: Limits) -> LoadResult:
     """Load one Terminal-Bench 1 task folder, or every task folder directly below ``root``."""
-    result = LoadResult()
-    for folder in task_folders(root, "task.yaml"):
-        try:
-            result.tasks.append(folder_to_task(folder, default_limits))
-        except TaskError as error:
-            result.problems.append(error.problem)
-    return result
+    return load_folders(root, "task.yaml", folder_to_task, default_limits)
 
 
 def folder_to_task(folder: Path, default_limits: Limits) -> Task:
