@@ -33,7 +33,8 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 
-# Docker daemon (started when none answers) and the offline base images.
+# What the tests need: dockerd and Podman's service (started when none answers), the offline base
+# images in both, and a two-node Slurm cluster on this machine.
 services: install
 	scripts/start_services.sh $(PYTHON)
 

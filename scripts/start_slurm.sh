@@ -41,7 +41,7 @@ SchedulerType=sched/backfill
 MpiDefault=none
 JobRequeue=1
 KillWait=30
-# The admin epilog the README documents: sweeps sandboxes a cancelled job's processes left behind.
+# The admin epilog docs/cluster.md documents: sweeps sandboxes a cancelled job's processes left behind.
 Epilog=$PROJECT_DIR/slurm/epilog.sh
 # Per-node container engines for a job that asks (the script says how).
 TaskProlog=$PROJECT_DIR/scripts/slurm_task_prolog.sh

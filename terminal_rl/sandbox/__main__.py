@@ -3,7 +3,7 @@
     python -m terminal_rl.sandbox images bootstrap [task_set=...] [hydra overrides]
         provide every base image the task set's Dockerfiles build FROM (offline, by recipe), report
         the ones no recipe covers with their fix, then build the verifier's trusted toolchain
-    python -m terminal_rl.sandbox images build [--only ID ...] [--jobs N] [--report FILE] [hydra overrides]
+    python -m terminal_rl.sandbox images build [--only ID ...] [--jobs N] [--report FILE] [--discard] [hydra overrides]
         build the task set's images and write a report of what failed and why; with
         sandbox.build.archive_dir set, save them there too (nodes then load instead of building)
     python -m terminal_rl.sandbox janitor [--this-run] [--networks] [hydra overrides]

@@ -1,6 +1,7 @@
 """The driver of a training run: set-up, Ray, the run-wide services, then verl's trainer.
 
-Order: preflight (nothing starts if it fails) -> the tiny model when asked for -> the run's dataset
+Preflight has passed before this runs (``terminal_rl/train.py``: nothing starts if it fails). Order:
+the warm start and the tiny model when asked for -> the run's dataset
 (prepared into the run directory) -> the task images the run needs first (the rest build in the
 background) -> the process environment every Ray worker inherits -> Ray -> the judge and step-ledger
 actors -> the config resolved here (custom resolvers do not exist in Ray workers) -> verl.
