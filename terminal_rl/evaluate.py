@@ -11,10 +11,11 @@ Writes one trajectory per line to ``results_file`` (reruns resume) and a summary
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.evaluation import (
@@ -29,8 +30,9 @@ from terminal_rl.agent.evaluation import (
 )
 from terminal_rl.agent.policies import make_policy
 from terminal_rl.agent.protocols import make_protocol
-from terminal_rl.config import project_path
+from terminal_rl.config import project_path, to_dataclass
 from terminal_rl.console import Console, print_header, task_counts
+from terminal_rl.launch.served import ServedJob, launch_app
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.images.build_report import failure_line
@@ -38,6 +40,7 @@ from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 from terminal_rl.tasks.model import Difficulty
 from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
+from terminal_rl.training.job import HardwareConfig
 
 
 def select_tasks(cfg: DictConfig):
@@ -113,11 +116,27 @@ async def run(cfg: DictConfig, console: Console) -> dict:
     return summary
 
 
+def served_job(app: str, cfg: DictConfig, work) -> ServedJob:
+    """The app (``work(cfg, console)``) as the launcher runs it: here, or as a Slurm job with its
+    policy server beside it. The config is resolved first: a Slurm job runs it elsewhere, later."""
+    OmegaConf.resolve(cfg)
+    return ServedJob(
+        app=app,
+        work=functools.partial(work, cfg),
+        run=RunContext.from_config(cfg.run),
+        launcher=cfg.launcher,
+        hardware=to_dataclass(cfg.hardware, HardwareConfig),
+        docker_host=SandboxConfig.from_node(cfg.sandbox).docker_host,
+        serve=cfg.serve,
+        policy_kind=cfg.policy.kind,
+        policy_base_url=cfg.policy.get("base_url", ""),
+        verbose=bool(cfg.verbose),
+    )
+
+
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from terminal_rl.launch.served import launch_app
-
-    launch_app("evaluate", cfg)
+    launch_app(served_job("evaluate", cfg, run))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from terminal_rl.agent.policies import make_policy
 from terminal_rl.agent.trajectory import Termination
 from terminal_rl.config import project_path
 from terminal_rl.console import Console, print_header
-from terminal_rl.evaluate import header_rows, run_plan, select_tasks
+from terminal_rl.evaluate import header_rows, run_plan, select_tasks, served_job
 from terminal_rl.filtering.keep_list import write_keep_list
 from terminal_rl.filtering.pass_rate import decide, summary
 from terminal_rl.run_context import RunContext
@@ -118,7 +118,7 @@ async def run(cfg: DictConfig, console: Console) -> dict:
 def main(cfg: DictConfig) -> None:
     from terminal_rl.launch.served import launch_app
 
-    launch_app("filter", cfg)
+    launch_app(served_job("filter", cfg, run))
 
 
 if __name__ == "__main__":

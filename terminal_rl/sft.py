@@ -40,7 +40,7 @@ def main(cfg: DictConfig) -> None:
             ],
         )
         ensure_tiny_model(cfg.model)
-        result = run_sft(cfg, out, echo=console.print)
+        result = run_sft(cfg.verl, cfg.hardware.env, int(cfg.hardware.cpus_per_node), out, echo=console.print)
         trained = (
             f"{len(result.losses)} steps, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}"
             if result.losses

@@ -13,19 +13,18 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from terminal_rl.preflight import preflight
+from terminal_rl.preflight import apply_run_environment, preflight
 
 
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from terminal_rl.integrations.verl.driver import apply_environment, run_environment
+    from terminal_rl.launch import launch
+    from terminal_rl.preflight.job import train_job
 
-    apply_environment(run_environment(cfg))  # before verl is imported: it fixes the platform
+    apply_run_environment(cfg)  # before verl is imported: it fixes the platform
     if not preflight(cfg):
         sys.exit(1)
-    from terminal_rl.launch import launch
-
-    launch(cfg)
+    launch(train_job(cfg))
 
 
 if __name__ == "__main__":

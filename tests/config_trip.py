@@ -101,8 +101,22 @@ class Trip:
     returns: int = 0
 
 
+def composed_names(function: ast.FunctionDef) -> set[str]:
+    """Names a function binds to a config it composes itself (``cfg = compose(...)``)."""
+    return {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        for callee in [node.value.func]
+        if getattr(callee, "id", getattr(callee, "attr", "")) in ("compose", "hydra_compose")
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
 def trip(start: str, parameter: str = "cfg", modules: dict[str, Module] | None = None) -> Trip:
-    """Follow the root config from ``start`` ("module:qualname"), held in its ``parameter``."""
+    """Follow the root config from ``start`` ("module:qualname"), held in its ``parameter`` (and in
+    any name the function binds to a config it composes)."""
     modules = modules or read_modules()
     found, seen = Trip(), set()
 
@@ -125,7 +139,9 @@ def trip(start: str, parameter: str = "cfg", modules: dict[str, Module] | None =
                 found.returns += 1
             visit(*target, received)
 
-    visit(*start.split(":"), parameter)
+    module, qualname = start.split(":")
+    for name in {parameter} | composed_names(modules[module].functions[qualname]):
+        visit(module, qualname, name)
     return found
 
 

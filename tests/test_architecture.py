@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 from terminal_rl.config import PROJECT_ROOT
+from tests.config_trip import composed_names, read_modules, trip
 
 PACKAGE = PROJECT_ROOT / "terminal_rl"
 # Bottom to top; a module may import its own floor and those below (docs/architecture.md).
@@ -95,3 +96,19 @@ def test_no_imports_form_a_cycle():
         if module not in index:
             visit(module)
     assert cycles == []
+
+
+def test_no_function_below_the_apps_takes_the_root_config():
+    """From every function of an app that holds the composed config (a ``cfg`` parameter, or one it
+    composes), the config passed on whole reaches only app modules: the parts below get typed
+    sections (``TrainJob``, ``ServedJob``...), and verl gets its own config through ``TrainJob.verl``."""
+    modules = read_modules()
+    apps = [name for name in modules if name.count(".") and floor(name) == len(FLOORS) - 1]
+    below = {}
+    for module in apps:
+        for qualname, function in modules[module].functions.items():
+            holds = "cfg" in [a.arg for a in function.args.args] or composed_names(function)
+            if holds:
+                reached = trip(f"{module}:{qualname}", "cfg", modules).functions
+                below.update({f: module for f in reached if floor(f.split(":")[0]) < len(FLOORS) - 1})
+    assert below == {}

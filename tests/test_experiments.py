@@ -3,7 +3,7 @@
 import pytest
 
 from terminal_rl.config import CONF_DIR, PROJECT_ROOT, compose
-from terminal_rl.training.preflight import run_preflight
+from terminal_rl.preflight import run_preflight
 
 # The node and credential checks belong to the machine, not to a run's settings.
 MACHINE_CHECKS = (

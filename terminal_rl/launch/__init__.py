@@ -6,17 +6,20 @@ sweep becomes one job per point without a Hydra launcher plugin.
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from omegaconf import OmegaConf
+
+from terminal_rl.training.job import TrainJob
 
 
-def launch(cfg: DictConfig) -> None:
-    if cfg.launcher.kind == "local":
+def launch(job: TrainJob) -> None:
+    if job.launcher.kind == "local":
         from terminal_rl.integrations.verl.driver import train
 
-        train(cfg)
-    elif cfg.launcher.kind == "slurm":
-        from terminal_rl.launch.slurm import submit
+        train(job)
+    elif job.launcher.kind == "slurm":
+        from terminal_rl.launch.slurm import SlurmRun, submit
 
-        submit(cfg)
+        OmegaConf.resolve(job.verl)  # here: one run id, one config for every node and every attempt
+        submit(job.run, job.hardware, job.launcher, SlurmRun(job, restarts=0))
     else:
-        raise ValueError(f"launcher.kind={cfg.launcher.kind!r} is not one of: local, slurm")
+        raise ValueError(f"launcher.kind={job.launcher.kind!r} is not one of: local, slurm")

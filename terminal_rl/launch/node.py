@@ -1,7 +1,6 @@
-"""One node's part of a run started with plain ``sbatch`` (slurm/*.sbatch): the same bootstrap as
-``launcher=slurm`` (Ray head on rank 0, workers join, trainer on the head, janitor on exit).
-
-    srun python -m terminal_rl.launch.node hardware=h100_2x8 model=qwen3_32b
+"""One node's part of a run started with plain ``sbatch`` (slurm/*.sbatch, ``python -m
+terminal_rl.launch``): the same bootstrap as ``launcher=slurm`` (Ray head on rank 0, workers join,
+trainer on the head, janitor on exit).
 
 What submitit does for ``launcher=slurm`` is done here: the config is checked before anything
 starts (every node, the same pure checks as on a login node), and Slurm's warning signal
@@ -13,15 +12,11 @@ command's overrides: a requeue keeps it, and submitting the same command again c
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
-import sys
 
 import submitit
-from omegaconf import OmegaConf
 
-from terminal_rl.config import compose
 from terminal_rl.launch.slurm import SlurmRun
 
 
@@ -46,30 +41,3 @@ def requeue_on_signal(body: SlurmRun, rank: int, job_id: str) -> None:
             subprocess.run(["scontrol", "requeue", job_id], check=True)
 
     signal.signal(submitit.JobEnvironment._usr_sig(), handler)
-
-
-def main(argv: list[str]) -> int:
-    # Until the handler is in place the warning is ignored: its default action would end the node.
-    signal.signal(submitit.JobEnvironment._usr_sig(), signal.SIG_IGN)
-    from terminal_rl.integrations.verl.config_check import verl_problems
-    from terminal_rl.training.preflight import run_preflight
-
-    # submitit's JobEnvironment reads Slurm's variables once told it runs under Slurm.
-    os.environ.setdefault("SUBMITIT_EXECUTOR", "slurm")
-    cfg = compose("train", [*overrides_with_run_id(argv, dict(os.environ)), "launcher=slurm"])
-    problems = run_preflight(cfg, verl_problems, on_this_node=False)  # the node checks run in SlurmRun
-    if problems:
-        print(*(f"preflight: {problem}" for problem in problems), sep="\n", file=sys.stderr)
-        return 1
-    OmegaConf.resolve(cfg)
-    env = submitit.JobEnvironment()
-    body = SlurmRun(OmegaConf.to_container(cfg), restarts=int(os.environ.get("SLURM_RESTART_COUNT", "0")))
-    requeue_on_signal(body, env.global_rank, str(env.job_id))
-    if env.global_rank == 0:
-        print(f"run {cfg.run.id}: submitting the same command again continues it", flush=True)
-    print(body())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

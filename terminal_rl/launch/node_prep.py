@@ -14,39 +14,35 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from terminal_rl.config import project_path
-from terminal_rl.run_context import RunContext
+from terminal_rl.tasks.task_set import load_valid_tasks
+from terminal_rl.training.job import TrainJob
 
 
-def prepare_node(cfg: DictConfig, rank: int, image_timeout_sec: float) -> None:
+def prepare_node(job: TrainJob, rank: int, image_timeout_sec: float) -> None:
     """Raise with every problem this node has; on success the node can run sandboxes."""
-    from terminal_rl.training.preflight import node_problems
+    from terminal_rl.training.node_checks import node_problems
 
-    problems = _node_images(cfg) or node_problems(cfg)
+    problems = _node_images(job) or node_problems(job)
     if not problems:
-        problems = _archived_images(cfg, rank, image_timeout_sec)
+        problems = _archived_images(job, rank, image_timeout_sec)
     if problems:
         raise RuntimeError(f"node {socket.gethostname()} (rank {rank}) failed preflight: {problems}")
 
 
-def _node_images(cfg: DictConfig) -> list[str]:
+def _node_images(job: TrainJob) -> list[str]:
     from docker.errors import DockerException
 
-    from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.images.base_images import BaseImageError
     from terminal_rl.sandbox.images.node_images import provide_node_images
     from terminal_rl.sandbox.runtime.docker_client import docker_client
     from terminal_rl.sandbox.verify.toolchain import ToolchainError
     from terminal_rl.tasks.dockerfile import task_set_images
 
-    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    sandbox = job.sandbox
     try:
         client = docker_client(sandbox.docker_host)
-        provided = provide_node_images(
-            client, sandbox, task_set_images(_valid_tasks(cfg)), RunContext.from_config(cfg.run)
-        )
+        provided = provide_node_images(client, sandbox, task_set_images(load_valid_tasks(job.task_set)), job.run)
     except DockerException:
         return []  # check_docker names the engine that does not answer
     except (BaseImageError, ToolchainError) as error:
@@ -59,19 +55,17 @@ def _node_images(cfg: DictConfig) -> list[str]:
     return []
 
 
-def _archived_images(cfg: DictConfig, rank: int, timeout_sec: float) -> list[str]:
-    from terminal_rl.sandbox.config import SandboxConfig
+def _archived_images(job: TrainJob, rank: int, timeout_sec: float) -> list[str]:
     from terminal_rl.sandbox.images.distribution import fetch, present, publish, wait_for_manifest
     from terminal_rl.sandbox.runtime.docker_client import docker_client
 
-    sandbox = SandboxConfig.from_node(cfg.sandbox)
+    sandbox, run = job.sandbox, job.run
     if not sandbox.build.archive_dir:
         return []
     archive = project_path(sandbox.build.archive_dir)
-    run = RunContext.from_config(cfg.run)
     client = docker_client(sandbox.docker_host)
     if rank == 0:
-        images = {o.task_id: o.image for o in build_task_images(cfg, run.image_report) if o.ok}
+        images = {o.task_id: o.image for o in build_task_images(job, run.image_report) if o.ok}
         saved = publish(client, images, archive, run.run_id)
         print(f"task images: {len(images)} built, {len(saved)} newly archived in {archive}", flush=True)
     else:
@@ -82,20 +76,13 @@ def _archived_images(cfg: DictConfig, rank: int, timeout_sec: float) -> list[str
     return [f"task images missing after distribution: {missing}"] if missing else []
 
 
-def build_task_images(cfg: DictConfig, report: Path, only: list[str] | None = None) -> list:
+def build_task_images(job: TrainJob, report: Path, only: list[str] | None = None) -> list:
     """Build (or find) the images of every valid task (or of the ids in ``only``) on this node's
     engine; returns the outcomes, also written to ``report``. A failed build's rollouts fail as
     sandbox errors and are masked."""
-    from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.images.build_report import build_on_this_engine
 
-    sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
+    sandbox, run = job.sandbox, job.run
     wanted = None if only is None else set(only)
-    tasks = [task for task in _valid_tasks(cfg) if wanted is None or task.id in wanted]
-    return build_on_this_engine(sandbox, run.image_cache_dir / "locks", tasks, report, sandbox.build.jobs)
-
-
-def _valid_tasks(cfg: DictConfig) -> list:
-    from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
-
-    return load_valid_tasks(task_set_config(cfg.task_set))
+    tasks = [task for task in load_valid_tasks(job.task_set) if wanted is None or task.id in wanted]
+    return build_on_this_engine(sandbox, run.image_lock_dir, tasks, report, sandbox.build.jobs)

@@ -7,78 +7,89 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 
 import httpx
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from terminal_rl.console import Console, app_console
 from terminal_rl.run_context import RunContext
+from terminal_rl.training.job import HardwareConfig
 
-APPS = ("evaluate", "filter")
+
+@dataclass(frozen=True)
+class ServedJob:
+    """An app that runs a policy, as its entry point hands it over (its config read there)."""
+
+    app: str  # for the console and the logs
+    work: Callable[[Console], Awaitable[dict]]  # the app's own run, its settings bound
+    run: RunContext
+    launcher: DictConfig
+    hardware: HardwareConfig  # the node a Slurm job asks for
+    docker_host: str  # sandbox.docker_host, swept of the run's sandboxes when a Slurm job ends
+    serve: DictConfig  # serve.kind none | command, its command, model and ready_timeout_sec
+    policy_kind: str
+    policy_base_url: str
+    verbose: bool
 
 
-def launch_app(app: str, cfg: DictConfig) -> dict | None:
-    """Run ``app`` here, or submit it to Slurm and return at once."""
-    if cfg.launcher.kind == "slurm":
+def launch_app(job: ServedJob) -> dict | None:
+    """Run the app here, or submit it to Slurm and return at once."""
+    if job.launcher.kind == "slurm":
         from terminal_rl.launch.slurm import submit
 
-        submit(cfg, ServedApp(app, OmegaConf.to_container(cfg, resolve=True)), nodes=1)
+        submit(job.run, job.hardware, job.launcher, ServedApp(job), nodes=1)
         return None
-    return run_app(app, cfg)
+    return run_app(job)
 
 
-def run_app(app: str, cfg: DictConfig) -> dict:
-    if app not in APPS:
-        raise ValueError(f"app {app!r} is not one of {APPS}")
-    module = importlib.import_module(f"terminal_rl.{app}")
-    with app_console(app, RunContext.from_config(cfg.run), bool(cfg.verbose)) as console, serve_policy(cfg, console):
-        return asyncio.run(module.run(cfg, console))
+def run_app(job: ServedJob) -> dict:
+    with app_console(job.app, job.run, job.verbose) as console, serve_policy(job, console):
+        return asyncio.run(job.work(console))
 
 
 class ServedApp:
     """The Slurm job body: the app (and its server), then this run's sandboxes swept from the node."""
 
-    def __init__(self, app: str, config: dict):
-        self.app = app
-        self.config = config
+    def __init__(self, job: ServedJob):
+        self.job = job
 
     def __call__(self) -> dict:
         from terminal_rl.launch.epilog import mark_job_processes
         from terminal_rl.launch.slurm import janitor
 
         mark_job_processes()
-        cfg = OmegaConf.create(self.config)
         try:
-            return run_app(self.app, cfg)
+            return run_app(self.job)
         finally:
-            janitor(cfg, RunContext.from_config(cfg.run))
+            janitor(self.job.docker_host, self.job.run)
 
 
 @contextlib.contextmanager
-def serve_policy(cfg: DictConfig, console: Console) -> Iterator[None]:
+def serve_policy(job: ServedJob, console: Console) -> Iterator[None]:
     """With ``serve.kind=command``: start the server, wait until it answers, stop it afterwards."""
-    if cfg.serve.kind == "none":
+    serve = job.serve
+    if serve.kind == "none":
         yield
         return
-    if cfg.policy.kind != "token":
+    if job.policy_kind != "token":
         raise ValueError(
-            f"a served checkpoint (serve.kind={cfg.serve.kind}) is for policy=token, not policy={cfg.policy.kind}"
+            f"a served checkpoint (serve.kind={serve.kind}) is for policy=token, not policy={job.policy_kind}"
         )
-    command = [sys.executable if i == 0 and part == "python" else str(part) for i, part in enumerate(cfg.serve.command)]
-    log_path = RunContext.from_config(cfg.run).log_dir / "serve.log"
+    command = [sys.executable if i == 0 and part == "python" else str(part) for i, part in enumerate(serve.command)]
+    log_path = job.run.log_dir / "serve.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_until_ready(cfg.policy.base_url, server, cfg.serve.ready_timeout_sec, log_path)
-        console.print(f"serving {cfg.serve.model} at {cfg.policy.base_url} (log: {log_path})")
+        wait_until_ready(job.policy_base_url, server, serve.ready_timeout_sec, log_path)
+        console.print(f"serving {serve.model} at {job.policy_base_url} (log: {log_path})")
         yield
     finally:
         with contextlib.suppress(ProcessLookupError):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import submitit
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from terminal_rl.config import to_dataclass
 from terminal_rl.launch.epilog import mark_job_processes
@@ -46,6 +46,7 @@ from terminal_rl.launch.markers import (
 )
 from terminal_rl.launch.node_prep import build_task_images, prepare_node
 from terminal_rl.run_context import RunContext
+from terminal_rl.training.job import HardwareConfig, TrainJob
 from terminal_rl.training.preemption import clear, exchange_folder, request_save, wait_for_save
 
 # Ray's ports of a node (node_port_base): jobs sharing a host take different slots.
@@ -73,17 +74,17 @@ class SlurmLauncherConfig:
     additional: dict
 
 
-def submit(cfg: DictConfig, body=None, nodes: int | None = None) -> submitit.Job:
-    """Submit ``cfg`` (resolved here) as one Slurm job running ``body`` on every node (default: a
-    training run on ``hardware.nodes`` nodes); returns the submitit job."""
-    OmegaConf.resolve(cfg)
-    launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
-    run = RunContext.from_config(cfg.run)
+def submit(
+    run: RunContext, hardware: HardwareConfig, launcher_section: DictConfig, body, nodes: int | None = None
+) -> submitit.Job:
+    """Submit one Slurm job running ``body`` on every node (``hardware.nodes`` of them, or ``nodes``);
+    returns the submitit job."""
+    launcher = to_dataclass(launcher_section, SlurmLauncherConfig)
     folder = run.log_dir / "slurm"
     # submitit stops requeueing after max_num_timeout time limits (3 by default): as many as restarts.
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=launcher.max_restarts)
-    executor.update_parameters(**slurm_parameters(cfg.hardware, launcher, run.run_id, nodes))
-    job = executor.submit(body or SlurmRun(OmegaConf.to_container(cfg), restarts=0))
+    executor.update_parameters(**slurm_parameters(hardware, launcher, run.run_id, nodes))
+    job = executor.submit(body)
     print(
         f"submitted Slurm job {job.job_id} for run {run.run_id}\n"
         f"  logs: {job.paths.stdout} (and .err), one per node: {folder}/{job.job_id}_<rank>_log.out\n"
@@ -93,7 +94,7 @@ def submit(cfg: DictConfig, body=None, nodes: int | None = None) -> submitit.Job
 
 
 def slurm_parameters(
-    hardware: DictConfig, launcher: SlurmLauncherConfig, run_id: str, nodes: int | None = None
+    hardware: HardwareConfig, launcher: SlurmLauncherConfig, run_id: str, nodes: int | None = None
 ) -> dict:
     """submitit's parameters: one task per node; resources from the hardware preset (``nodes``
     overrides its node count), cluster specifics from the launcher config (and conf/local/slurm.yaml
@@ -122,43 +123,43 @@ def slurm_parameters(
 
 
 class SlurmRun(submitit.helpers.Checkpointable):
-    """The job body, run once per node (one Slurm task per node)."""
+    """The job body, run once per node (one Slurm task per node). ``job``: the training run, its verl
+    config resolved where it was submitted (one run id for every node)."""
 
-    def __init__(self, config: dict, restarts: int = 0):
-        self.config = config
+    def __init__(self, job: TrainJob, restarts: int = 0):
+        self.job = job
         self.restarts = restarts
 
     def __call__(self) -> str:
-        cfg = OmegaConf.create(self.config)
+        job = self.job
         env = submitit.JobEnvironment()
         mark_job_processes()
-        run = RunContext.from_config(cfg.run)
+        run = job.run
         # Ray's token authentication for the job's cluster: `ray start`, every driver and worker read
         # the run's own token (its shared directory), not ~/.ray/auth_token, which a fresh account or
         # a home not shared between nodes does not have.
         os.environ["RAY_AUTH_MODE"] = "token"
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(ray_auth_token(run))
-        launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
-        _remove_sandboxes_on_exit(cfg, run)
+        launcher = to_dataclass(job.launcher, SlurmLauncherConfig)
+        _remove_sandboxes_on_exit(job.sandbox.docker_host, run)
         try:
-            prepare_node(cfg, env.global_rank, launcher.image_timeout_sec)
+            prepare_node(job, env.global_rank, launcher.image_timeout_sec)
             rank_marker(run, env.job_id, env.global_rank, PREPARED).write_text("prepared")
             if launcher.preflight_only:
                 return "preflight ok"
             return (
-                self._head(cfg, env, run, launcher) if env.global_rank == 0 else self._worker(cfg, env, run, launcher)
+                self._head(job, env, run, launcher) if env.global_rank == 0 else self._worker(job, env, run, launcher)
             )
         finally:
-            janitor(cfg, run)
+            janitor(job.sandbox.docker_host, run)
 
     def checkpoint(self, *args, **kwargs):
         """Called by submitit on rank 0 when Slurm signals a time limit or preemption
         (``launcher.signal_delay_s`` ahead): ask the trainer for a checkpoint at the end of its
         current step and wait for it (``training/preemption.py``), then requeue (the next attempt
         resumes there) unless the run has used up its restarts."""
-        cfg = OmegaConf.create(self.config)
-        launcher = to_dataclass(cfg.launcher, SlurmLauncherConfig)
-        folder = exchange_folder(RunContext.from_config(cfg.run))
+        launcher = to_dataclass(self.job.launcher, SlurmLauncherConfig)
+        folder = exchange_folder(self.job.run)
         request_save(folder)
         # Leave a margin for the requeue itself and Slurm's kill: the rest of the delay is the save's.
         step = wait_for_save(folder, max(launcher.signal_delay_s - 60, 1))
@@ -171,10 +172,10 @@ class SlurmRun(submitit.helpers.Checkpointable):
         )
         if self.restarts >= launcher.max_restarts:
             return None
-        return submitit.helpers.DelayedSubmission(SlurmRun(self.config, self.restarts + 1))
+        return submitit.helpers.DelayedSubmission(SlurmRun(self.job, self.restarts + 1))
 
-    def _head(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
-        from terminal_rl.integrations.verl.driver import apply_environment, run_environment, start_ray, train
+    def _head(self, job: TrainJob, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
+        from terminal_rl.integrations.verl.driver import apply_environment, job_environment, start_ray, train
 
         address = f"{head_address(env)}:{ray_port(launcher, env)}"
         # Drivers on this node must present this node's Slurm address to Ray, not a guessed one.
@@ -182,7 +183,10 @@ class SlurmRun(submitit.helpers.Checkpointable):
         done = done_marker(run, env.job_id)
         clear(exchange_folder(run))  # an earlier attempt's save request is answered or moot
         ray = ray_node(
-            cfg, env, ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"]
+            job.hardware,
+            run,
+            env,
+            ["--head", f"--port={ray_port(launcher, env)}", f"--node-ip-address={head_address(env)}"],
         )
         try:
             # The join timer starts once every node is prepared: loading an image archive can take
@@ -192,7 +196,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
             )
             wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec, run, env.job_id)
             os.environ["RAY_ADDRESS"] = address
-            variables = run_environment(cfg)
+            variables = job_environment(job)
             apply_environment(variables)
 
             def nodes_ready(first: list[str]) -> None:
@@ -209,34 +213,34 @@ class SlurmRun(submitit.helpers.Checkpointable):
                 wait_for_nodes(address, env.num_nodes, launcher.join_timeout_sec, run, env.job_id)
                 print(f"all {env.num_nodes} nodes prepared, with the {len(first)} first task images each", flush=True)
 
-            start_ray(cfg, variables)
-            _remove_sandboxes_on_exit(cfg, run)  # again: ray.init installed its own SIGTERM handler
-            train(cfg, variables, nodes_ready)
+            start_ray(job, variables)
+            _remove_sandboxes_on_exit(job.sandbox.docker_host, run)  # again: ray.init installed its own SIGTERM handler
+            train(job, variables, nodes_ready)
         finally:
             done.write_text("done")
             stop(ray)
         return f"trained on {env.num_nodes} node(s)"
 
-    def _worker(self, cfg: DictConfig, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
+    def _worker(self, job: TrainJob, env, run: RunContext, launcher: SlurmLauncherConfig) -> str:
         address = f"{head_address(env)}:{ray_port(launcher, env)}"
         done = done_marker(run, env.job_id)
         # The head checks the join once every node is prepared, which may wait for an archive build.
         deadline = time.monotonic() + launcher.image_timeout_sec + launcher.join_timeout_sec
-        ray = ray_node(cfg, env, [f"--address={address}"])
+        ray = ray_node(job.hardware, run, env, [f"--address={address}"])
         try:
             while not joined(run, env):  # in the head's list of alive Ray nodes
                 if ray.poll() is not None:  # the head was not up yet: start again
                     time.sleep(2)
-                    ray = ray_node(cfg, env, [f"--address={address}"])
+                    ray = ray_node(job.hardware, run, env, [f"--address={address}"])
                 if done.exists() or time.monotonic() > deadline:
-                    raise RuntimeError(f"could not join the Ray head at {address}: see {ray_log(cfg, env)}")
+                    raise RuntimeError(f"could not join the Ray head at {address}: see {ray_log(run, env)}")
                 time.sleep(1)
             print(f"node rank {env.global_rank} joined the Ray head at {address}", flush=True)
             first = attempt_marker(run, env.job_id, FIRST_IMAGES)
             while not (first.exists() or done.exists()) and ray.poll() is None:
                 time.sleep(2)
             if first.exists():
-                self._first_images(cfg, env, run, json.loads(first.read_text()))
+                self._first_images(job, env, run, json.loads(first.read_text()))
             while not done.exists() and ray.poll() is None:
                 time.sleep(2)
         finally:
@@ -244,9 +248,9 @@ class SlurmRun(submitit.helpers.Checkpointable):
         return "worker done"
 
     @staticmethod
-    def _first_images(cfg: DictConfig, env, run: RunContext, task_ids: list[str]) -> None:
+    def _first_images(job: TrainJob, env, run: RunContext, task_ids: list[str]) -> None:
         """Build the head's first task images on this node's engine and report them to the head."""
-        outcomes = build_task_images(cfg, rank_marker(run, env.job_id, env.global_rank, "image_builds.json"), task_ids)
+        outcomes = build_task_images(job, rank_marker(run, env.job_id, env.global_rank, "image_builds.json"), task_ids)
         failed = {o.task_id: f"{o.category}: {o.reason}" for o in outcomes if not o.ok}
         built = sum(o.ok and not o.cached for o in outcomes)
         print(
@@ -305,16 +309,16 @@ def node_port_base(job_id, rank: int) -> int:
     return PORT_BASE + int(str(job_id).split("_")[0]) % JOB_SLOTS * 1000 + RANK_PORTS * rank
 
 
-def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
+def ray_node(hardware: HardwareConfig, run: RunContext, env, extra: list[str]) -> subprocess.Popen:
     """Start this node's Ray processes (``ray start --block``, in a process group of their own so
     stopping them never touches other jobs' Ray on the same host, and told to shut down if this
     process dies first, even by SIGKILL). Resources come from the allocation (or the cpu preset's
     fake GPUs); ports and temp dir are this job's and rank's own."""
     global _NODE_RAY
-    cpus = int(os.environ.get("SLURM_CPUS_ON_NODE", cfg.hardware.cpus_per_node))
+    cpus = int(os.environ.get("SLURM_CPUS_ON_NODE", hardware.cpus_per_node))
     gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
-    if cfg.hardware.device == "cpu":
-        cpus, gpus = cfg.hardware.ray_num_cpus, cfg.hardware.ray_num_gpus
+    if hardware.device == "cpu":
+        cpus, gpus = hardware.ray_num_cpus, hardware.ray_num_gpus
     base = node_port_base(env.job_id, env.global_rank)
     command = [
         str(Path(sys.executable).with_name("ray")),
@@ -337,7 +341,7 @@ def ray_node(cfg: DictConfig, env, extra: list[str]) -> subprocess.Popen:
         command += ["--include-dashboard=false", f"--ray-client-server-port={base + 6}"]
     else:
         command.append(f"--node-ip-address={node_address(env.hostnames[env.global_rank])}")
-    with ray_log(cfg, env).open("a") as log:
+    with ray_log(run, env).open("a") as log:
         _NODE_RAY = subprocess.Popen(
             command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_ray_preexec()
         )
@@ -359,9 +363,9 @@ def _ray_preexec():
     return hook
 
 
-def ray_log(cfg: DictConfig, env) -> Path:
+def ray_log(run: RunContext, env) -> Path:
     """Where this node's ``ray start`` writes (beside submitit's logs)."""
-    return RunContext.from_config(cfg.run).log_dir / "slurm" / f"{env.job_id}_{env.global_rank}_ray.log"
+    return run.log_dir / "slurm" / f"{env.job_id}_{env.global_rank}_ray.log"
 
 
 def stop(ray: subprocess.Popen, timeout_sec: float = 60) -> None:
@@ -419,19 +423,18 @@ def joined(run: RunContext, env) -> bool:
     return seen.exists() and node_port_base(env.job_id, env.global_rank) in json.loads(seen.read_text())
 
 
-def janitor(cfg: DictConfig, run: RunContext) -> None:
+def janitor(docker_host: str, run: RunContext) -> None:
     """Remove this run's sandbox containers on this node (they live outside the job's cgroup)."""
-    from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.lifecycle.janitor import sweep_until_settled
     from terminal_rl.sandbox.runtime.docker_client import docker_client
 
     try:
-        sweep_until_settled(docker_client(SandboxConfig.from_node(cfg.sandbox).docker_host), run_id=run.run_id)
+        sweep_until_settled(docker_client(docker_host), run_id=run.run_id)
     except Exception as error:  # never mask the job's own outcome
         print(f"janitor on {socket.gethostname()} failed: {error}", file=sys.stderr)
 
 
-def _remove_sandboxes_on_exit(cfg: DictConfig, run: RunContext) -> None:
+def _remove_sandboxes_on_exit(docker_host: str, run: RunContext) -> None:
     """scancel sends SIGTERM before SIGKILL: stop this node's Ray first (its rollout workers would go
     on starting sandboxes), then sweep this run's containers, then die."""
     previous = signal.getsignal(signal.SIGTERM)
@@ -439,7 +442,7 @@ def _remove_sandboxes_on_exit(cfg: DictConfig, run: RunContext) -> None:
     def handler(signum, frame):
         if _NODE_RAY is not None:
             stop(_NODE_RAY, timeout_sec=5)  # within Slurm's KillWait before SIGKILL
-        janitor(cfg, run)
+        janitor(docker_host, run)
         if callable(previous):
             previous(signum, frame)
         else:

@@ -19,27 +19,27 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-
-from omegaconf import DictConfig, OmegaConf
+from types import SimpleNamespace
 
 from terminal_rl.config import project_path
+from terminal_rl.tasks.task_set import TaskSetConfig
+from terminal_rl.training.job import WarmStartPlan
 
 
-def ensure_warm_start(cfg: DictConfig, console) -> Path:
+def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     """The warm-started model, made first if missing. Raises when a step of the chain fails, naming
     the step and its log."""
     from terminal_rl.tasks.demonstrations import demonstrations
     from terminal_rl.tasks.prepare import train_and_val
-    from terminal_rl.tasks.task_set import task_set_config
 
-    warm, root = cfg.warm_start, project_path(cfg.run.output_root)
-    if not isinstance(warm.mistake_share, DictConfig):
+    warm, root = SimpleNamespace(**plan.settings), plan.output_root
+    if not isinstance(warm.mistake_share, dict):
         raise ValueError(
             f"warm_start.mistake_share={warm.mistake_share} must map levels to shares, e.g. {{medium: 0.7, hard: 0.7}}"
         )
     model = root / warm.run_id / "sft" / "model"
     record = root / warm.run_id / "warm_start.json"
-    wanted = settings(cfg)
+    wanted = settings(plan)
     if (model / "config.json").is_file():
         made = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else wanted
         if made != wanted:
@@ -49,12 +49,12 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
                 "delete that folder to remake it, or choose another warm_start.run_id"
             )
         return model
-    if project_path(cfg.model.path) != model:
-        raise ValueError(f"warm_start makes {model}, but model.path is {cfg.model.path}: point model.path at it")
+    if project_path(plan.model_path) != model:
+        raise ValueError(f"warm_start makes {model}, but model.path is {plan.model_path}: point model.path at it")
     console.print(f"warm start: SFT of {warm.model} on demonstrations, once, into {model}")
-    train, _, _ = train_and_val(task_set_config(cfg.task_set))
+    train, _, _ = train_and_val(plan.task_set)
     shares = {level: float(share) for level, share in warm.mistake_share.items()}
-    scripts = demonstrations(train, cfg.agent.protocol, shares, int(warm.seed))
+    scripts = demonstrations(train, plan.protocol, shares, int(warm.seed))
     script_file = root / warm.run_id / "demonstrations.json"
     script_file.parent.mkdir(parents=True, exist_ok=True)
     script_file.write_text(json.dumps(scripts, indent=1) + "\n", encoding="utf-8")
@@ -68,7 +68,7 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
             f"agent={warm.agent}",
             f"task_set={warm.task_set}",
             f"task_ids=[{','.join(scripts)}]",
-            *procedural_overrides(cfg.task_set),
+            *procedural_overrides(plan.task_set),
             "policy=scripted",
             f"policy.script={script_file}",
             f"concurrency={warm.concurrency}",
@@ -86,8 +86,8 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
             "sft",
             *run,
             f"model={warm.model}",
-            f"hardware={cfg.hardware.name}",
-            f"hardware.param_dtype={cfg.hardware.param_dtype}",
+            f"hardware={plan.hardware_name}",
+            f"hardware.param_dtype={plan.param_dtype}",
             f"verl.trainer.total_epochs={warm.epochs}",
         ],
     ]
@@ -102,29 +102,21 @@ def ensure_warm_start(cfg: DictConfig, console) -> Path:
     return model
 
 
-def settings(cfg: DictConfig) -> dict:
+def settings(plan: WarmStartPlan) -> dict:
     """What the warm-started model depends on (not how many episodes ran at once), kept beside it: a
     cache made otherwise is refused."""
-    warm = {
-        key: value
-        for key, value in OmegaConf.to_container(cfg.warm_start, resolve=True).items()
-        if key != "concurrency"
-    }
     return {
-        "warm_start": warm,
-        "tasks": OmegaConf.to_container(cfg.task_set.procedural, resolve=True) | {"path": cfg.task_set.path},
-        "protocol": cfg.agent.protocol,
-        "enable_thinking": bool(cfg.data.apply_chat_template_kwargs.enable_thinking),
-        "param_dtype": cfg.hardware.param_dtype,
+        "warm_start": {key: value for key, value in plan.settings.items() if key != "concurrency"},
+        "tasks": plan.task_set.procedural | {"path": plan.task_set.path},
+        "protocol": plan.protocol,
+        "enable_thinking": plan.enable_thinking,
+        "param_dtype": plan.param_dtype,
     }
 
 
-def procedural_overrides(task_set: DictConfig) -> list[str]:
+def procedural_overrides(task_set: TaskSetConfig) -> list[str]:
     """The training run's procedural settings (count, seed, levels...) for the evaluate app, whose
     ``task_set`` preset alone would make the preset's tasks, not the run's."""
     if task_set.format != "procedural":
         return []
-    return [
-        f"task_set.procedural.{key}={json.dumps(value)}"
-        for key, value in OmegaConf.to_container(task_set.procedural, resolve=True).items()
-    ]
+    return [f"task_set.procedural.{key}={json.dumps(value)}" for key, value in task_set.procedural.items()]

@@ -14,10 +14,11 @@ pytestmark = pytest.mark.verl
 PROBE = """
 import json, os, ray
 from terminal_rl.config import compose
-from terminal_rl.integrations.verl.driver import run_environment, start_ray
-cfg = compose("train", ["hardware=cpu", "model=tiny", "hardware.ray_num_cpus=1",
-                        "+ray_kwargs.ray_init.runtime_env.env_vars.MY_CLUSTER_VAR=from-ray-kwargs"])
-start_ray(cfg, run_environment(cfg))
+from terminal_rl.integrations.verl.driver import job_environment, start_ray
+from terminal_rl.preflight.job import train_job
+job = train_job(compose("train", ["hardware=cpu", "model=tiny", "hardware.ray_num_cpus=1",
+                        "+ray_kwargs.ray_init.runtime_env.env_vars.MY_CLUSTER_VAR=from-ray-kwargs"]))
+start_ray(job, job_environment(job))
 print(json.dumps(ray.get(ray.remote(lambda: dict(os.environ)).remote())))
 ray.shutdown()
 """

@@ -1,5 +1,6 @@
-"""The plain-sbatch bootstrap (terminal_rl/launch/node.py): what submitit does for launcher=slurm,
-done in the job itself (config checks, the warning signal's save and requeue, a stable run id)."""
+"""The plain-sbatch bootstrap (``python -m terminal_rl.launch``: terminal_rl/launch/__main__.py and
+node.py): what submitit does for launcher=slurm, done in the job itself (config checks, the warning
+signal's save and requeue, a stable run id)."""
 
 import os
 import signal
@@ -10,6 +11,7 @@ import pytest
 import submitit
 
 from terminal_rl.config import PROJECT_ROOT, compose
+from terminal_rl.launch import __main__ as entry
 from terminal_rl.launch import node
 
 
@@ -28,7 +30,7 @@ def test_a_bad_config_stops_every_node_before_anything_starts(capsys, monkeypatc
     warning = submitit.JobEnvironment._usr_sig()
     previous = signal.getsignal(warning)
     try:
-        assert node.main(["hardware=cpu", "model=tiny", "actor_rollout_ref.actor.ppo_mini_batch_size=5"]) == 1
+        assert entry.main(["hardware=cpu", "model=tiny", "actor_rollout_ref.actor.ppo_mini_batch_size=5"]) == 1
         assert signal.getsignal(warning) == signal.SIG_IGN, "the warning cannot end a node still starting"
     finally:
         signal.signal(warning, previous)

@@ -8,13 +8,16 @@ import pytest
 
 from terminal_rl.config import CONF_DIR, PROJECT_ROOT, compose, to_dataclass
 from terminal_rl.launch.slurm import SlurmLauncherConfig, slurm_parameters
+from terminal_rl.training.job import HardwareConfig
 
 LOCAL = CONF_DIR / "local" / "slurm.yaml"
 
 
 def parameters(*overrides):
     cfg = compose("train", ["launcher=slurm", "run.id=r1", *overrides])
-    return slurm_parameters(cfg.hardware, to_dataclass(cfg.launcher, SlurmLauncherConfig), "r1")
+    return slurm_parameters(
+        to_dataclass(cfg.hardware, HardwareConfig), to_dataclass(cfg.launcher, SlurmLauncherConfig), "r1"
+    )
 
 
 @pytest.fixture
@@ -72,13 +75,11 @@ def test_requeues_stop_at_max_restarts_and_wait_for_the_trainers_save(tmp_path, 
     until launcher.max_restarts is used up."""
     import threading
 
-    from omegaconf import OmegaConf
-
     from terminal_rl.launch.slurm import SlurmRun
-    from terminal_rl.run_context import RunContext
+    from terminal_rl.preflight.job import train_job
     from terminal_rl.training.preemption import acknowledge, exchange_folder, save_requested
 
-    config = OmegaConf.to_container(
+    job = train_job(
         compose(
             "train",
             [
@@ -90,7 +91,7 @@ def test_requeues_stop_at_max_restarts_and_wait_for_the_trainers_save(tmp_path, 
             ],
         )
     )
-    folder = exchange_folder(RunContext.from_config(OmegaConf.create(config).run))
+    folder = exchange_folder(job.run)
 
     def trainer(step):
         while not save_requested(folder):
@@ -98,11 +99,11 @@ def test_requeues_stop_at_max_restarts_and_wait_for_the_trainers_save(tmp_path, 
         acknowledge(folder, step)
 
     threading.Thread(target=trainer, args=(5,)).start()
-    again = SlurmRun(config, restarts=1).checkpoint()
-    assert again.function.restarts == 2 and again.function.config == config
+    again = SlurmRun(job, restarts=1).checkpoint()
+    assert again.function.restarts == 2 and again.function.job is job
     assert "requeue: the trainer saved step 5" in capsys.readouterr().out
     threading.Thread(target=trainer, args=(6,)).start()
-    assert SlurmRun(config, restarts=2).checkpoint() is None, "no restart left: saved, not requeued"
+    assert SlurmRun(job, restarts=2).checkpoint() is None, "no restart left: saved, not requeued"
 
 
 def test_a_requeued_attempts_workers_never_see_an_earlier_attempts_done_marker(tmp_path, monkeypatch):

@@ -4,10 +4,10 @@ and its held-out tasks of fresh parameters (no instruction of the training seed'
 import pytest
 
 from terminal_rl.config import compose
+from terminal_rl.preflight.checks import check_dataset
 from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.procedural import procedural_tasks
 from terminal_rl.tasks.task_set import task_set_config, validation_source
-from terminal_rl.training.preflight import check_dataset
 from tests.support import SMALL_LIMITS
 
 LEVELS = ["easy", "medium", "hard"]

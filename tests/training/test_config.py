@@ -11,7 +11,9 @@ from omegaconf import OmegaConf
 from terminal_rl.agent.episode import Episode, EpisodeLimits
 from terminal_rl.config import compose, cpu_training_dtype
 from terminal_rl.integrations.verl.config_check import verl_problems
-from terminal_rl.training.preflight import run_preflight, supported_pairs
+from terminal_rl.preflight import run_preflight
+from terminal_rl.preflight.checks import supported_pairs
+from terminal_rl.preflight.job import train_job
 from tests.training.conftest import train_config
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qwen3_32b_h100_4x8.yaml"
@@ -58,7 +60,7 @@ def test_unsupported_pairs_are_rejected(model, hardware):
 def test_micro_batches_divide_each_data_parallel_ranks_share_not_each_gpus():
     """16 prompts x 16 rollouts over 8 data-parallel ranks (32 GPUs, Ulysses 4): 32 rows a rank, so a
     micro-batch of 16 fits (a share of 256 / 32 GPUs = 8 would refuse it)."""
-    from terminal_rl.training.preflight import check_batches
+    from terminal_rl.preflight.checks import check_batches
 
     assert (
         check_batches(train_config("model=qwen3_32b", "hardware=h100_4x8", "model_hardware.micro_batch_per_gpu=16"))
@@ -274,12 +276,12 @@ def test_a_ten_turn_episode_is_not_cut_at_four_thousand_tokens():
 
 @pytest.mark.docker
 def test_node_checks_name_a_disk_without_room():
-    from terminal_rl.training.preflight import check_disk
+    from terminal_rl.training.node_checks import check_disk
 
-    problems = check_disk(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1000000"))
+    problems = check_disk(train_job(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1000000")))
     assert [p.split(" (")[0] for p in problems] == ["run.node_local_root", "the container engine's data root"]
     assert "below hardware.min_free_disk_gb=1e+06" in problems[0]
-    assert check_disk(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1")) == []
+    assert check_disk(train_job(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1"))) == []
 
 
 def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
@@ -288,7 +290,7 @@ def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
     import socket
 
     from terminal_rl.judge.backend import JudgeBackend
-    from terminal_rl.training.preflight import check_judge_reachable
+    from terminal_rl.training.node_checks import check_judge_reachable
     from tests.support import free_port
 
     for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
@@ -296,26 +298,26 @@ def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
     judged = ("hardware=cpu", "model=tiny", "reward_mix=tests65_judge35")
     with socket.create_server(("127.0.0.1", 0)) as server:
         live = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-        assert check_judge_reachable(train_config(*judged, f"judge.base_url={live}")) == []
+        assert check_judge_reachable(train_job(train_config(*judged, f"judge.base_url={live}"))) == []
     closed = f"http://127.0.0.1:{free_port()}/v1"
-    [problem] = check_judge_reachable(train_config(*judged, f"judge.base_url={closed}"))
+    [problem] = check_judge_reachable(train_job(train_config(*judged, f"judge.base_url={closed}")))
     assert problem.startswith(
         f"the judge's endpoint {closed} (anthropic/claude-sonnet-4-20250514) does not answer from "
     )
     assert (
         check_judge_reachable(
-            train_config("hardware=cpu", "model=tiny", "reward_mix=tests_only", f"judge.base_url={closed}")
+            train_job(train_config("hardware=cpu", "model=tiny", "reward_mix=tests_only", f"judge.base_url={closed}"))
         )
         == []
     ), "the judge has no weight"
     # Behind the environment's proxy the proxy is what must answer (the judge's host is never looked up).
     monkeypatch.setenv("HTTPS_PROXY", closed.removesuffix("/v1"))
-    [problem] = check_judge_reachable(train_config(*judged, "judge.base_url=https://judge.invalid/v1"))
+    [problem] = check_judge_reachable(train_job(train_config(*judged, "judge.base_url=https://judge.invalid/v1")))
     assert f"through the proxy {closed.removesuffix('/v1')}" in problem
     monkeypatch.delenv("HTTPS_PROXY")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: pytest.fail("no key, no base_url: no traffic"))
-    assert check_judge_reachable(train_config(*judged)) == []
+    assert check_judge_reachable(train_job(train_config(*judged))) == []
     assert JudgeBackend("anthropic/claude-sonnet-4-20250514").endpoint() == "https://api.anthropic.com"
     assert JudgeBackend("openai/gpt-4o").endpoint().startswith("https://api.openai.com")
     assert JudgeBackend("openai/gpt-4o", base_url=live).endpoint() == live
@@ -324,15 +326,15 @@ def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
 @pytest.mark.docker
 def test_node_checks_create_the_egress_network_when_a_task_allows_network():
     from terminal_rl.sandbox.runtime.docker_client import docker_client
-    from terminal_rl.training.preflight import check_egress_network
+    from terminal_rl.training.node_checks import check_egress_network
 
     cfg = train_config("hardware=cpu", "model=tiny", "task_set=tbrl_smoke", "task_set.default_limits.network=true")
-    assert check_egress_network(cfg) == []
+    assert check_egress_network(train_job(cfg)) == []
     assert docker_client().networks.get(cfg.sandbox.container.egress_network).attrs["Driver"] == "bridge"
 
 
 def test_a_lora_preset_trains_at_its_own_rate_and_preflight_warns_below_the_floor():
-    from terminal_rl.training.preflight import LORA_LR_FLOOR, notes
+    from terminal_rl.preflight.checks import LORA_LR_FLOOR, notes
 
     lora = train_config("model/lora=r64")
     assert lora.actor_rollout_ref.actor.optim.lr == 1e-5 and train_config().actor_rollout_ref.actor.optim.lr == 1e-6
@@ -348,14 +350,14 @@ def test_preflight_refuses_checkpoints_that_do_not_fit_and_counts_a_resumes_own(
     import shutil
     from collections import namedtuple
 
-    from terminal_rl.training.preflight import check_checkpoint_disk
+    from terminal_rl.training.node_checks import check_checkpoint_disk
 
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 250 * 10**9))
     cfg = train_config("hardware=h100_4x8", f"trainer.default_local_dir={tmp_path}")
-    [problem] = check_checkpoint_disk(cfg)
+    [problem] = check_checkpoint_disk(train_job(cfg))
     assert "2 kept (trainer.max_actor_ckpt_to_keep=2) x 98.3 GB" in problem and "294.8 GB more" in problem
     assert "lower trainer.max_actor_ckpt_to_keep" in problem
     for step in (20, 40):
         (tmp_path / f"global_step_{step}").mkdir()
-    assert check_checkpoint_disk(cfg) == []
+    assert check_checkpoint_disk(train_job(cfg)) == []

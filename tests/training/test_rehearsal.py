@@ -15,8 +15,8 @@ import pytest
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.tokens import History, bundled_qwen3_tokenizer_dir, load_tokenizer
 from terminal_rl.integrations.verl.trainer import mini_batch_prompts
+from terminal_rl.preflight.checks import step_costs
 from terminal_rl.training.checkpoints import enforce_retention, saved_steps
-from terminal_rl.training.preflight import step_costs
 from tests.agent.test_context_budget import budgeted_turns
 from tests.training.conftest import train_config
 from tests.training.test_token_fidelity import FakeServerManager, run_verl_loop

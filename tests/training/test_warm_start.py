@@ -7,6 +7,7 @@ import pytest
 
 from terminal_rl.config import compose
 from terminal_rl.evaluate import select_tasks
+from terminal_rl.preflight.job import train_job
 from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.task_set import task_set_config
 from terminal_rl.training.warm_start import ensure_warm_start, procedural_overrides, settings
@@ -29,8 +30,8 @@ def cached(tmp_path, *overrides):
 def test_a_cache_made_with_these_settings_is_used_and_one_made_otherwise_is_refused(tmp_path):
     cfg, model = cached(tmp_path)
     record = model.parent.parent / "warm_start.json"
-    record.write_text(json.dumps(settings(cfg)))
-    assert ensure_warm_start(cfg, Silent()) == model
+    record.write_text(json.dumps(settings(train_job(cfg).warm_start)))
+    assert ensure_warm_start(train_job(cfg).warm_start, Silent()) == model
     other = train_config(
         "experiment=learning_proof",
         f"run.output_root={tmp_path}",
@@ -40,7 +41,7 @@ def test_a_cache_made_with_these_settings_is_used_and_one_made_otherwise_is_refu
     with pytest.raises(
         ValueError, match=r"made with other tasks, warm_start \(.*warm_start.json\): delete that folder"
     ):
-        ensure_warm_start(other, Silent())
+        ensure_warm_start(train_job(other).warm_start, Silent())
 
 
 def test_the_demonstrations_are_played_on_the_training_runs_own_tasks():
@@ -52,7 +53,8 @@ def test_the_demonstrations_are_played_on_the_training_runs_own_tasks():
     train, _, _ = train_and_val(task_set_config(cfg.task_set))
     ids = [t.id for t in train]
     evaluate = compose(
-        "evaluate", ["task_set=write_value", *procedural_overrides(cfg.task_set), f"task_ids=[{','.join(ids)}]"]
+        "evaluate",
+        ["task_set=write_value", *procedural_overrides(task_set_config(cfg.task_set)), f"task_ids=[{','.join(ids)}]"],
     )
     assert [(t.id, t.prompt) for t in select_tasks(evaluate)] == [(t.id, t.prompt) for t in train]
     preset = compose("evaluate", ["task_set=write_value", f"task_ids=[{','.join(ids)}]"])
@@ -67,4 +69,4 @@ def test_a_single_mistake_share_is_refused_by_name(tmp_path):
         "task_set.procedural.count=30",
     )
     with pytest.raises(ValueError, match=r"warm_start.mistake_share=0.6 must map levels to shares"):
-        ensure_warm_start(cfg, Silent())
+        ensure_warm_start(train_job(cfg).warm_start, Silent())

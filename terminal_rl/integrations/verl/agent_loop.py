@@ -48,6 +48,7 @@ from terminal_rl.filtering.variance import filter_signal, lacks_signal
 from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.integrations.verl.curriculum import run_schedule
 from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
+from terminal_rl.judge.service import JudgeConfig
 from terminal_rl.rewards.fixture_guard import FixtureGuard, forged_inputs
 from terminal_rl.rewards.turn_credit import TurnCredit, turn_facts, turn_rewards
 from terminal_rl.run_context import RunContext
@@ -64,24 +65,28 @@ LOOP_NAME = "terminal_agent"
 
 
 class _WorkerState:
-    """What the sessions of one worker process share (created on first use, in its event loop)."""
+    """What the sessions of one worker process share (created on first use, in its event loop), typed
+    from verl's config as verl hands it to the agent loop (``AgentLoopBase.config``: the run's composed
+    config, our sections included), once, here."""
 
-    def __init__(self, cfg: DictConfig, tokenizer):
-        self.cfg = cfg
-        self.run = RunContext.from_config(cfg.run)
-        self.sandbox = SandboxConfig.from_node(cfg.sandbox)
+    def __init__(self, verl_config: DictConfig, tokenizer):
+        self.run = RunContext.from_config(verl_config.run)
+        self.sandbox = SandboxConfig.from_node(verl_config.sandbox)
         self.factory = SandboxFactory(self.sandbox, self.run)
-        self.agent = AgentConfig.from_node(cfg.agent)
-        thinking = cfg.data.get("apply_chat_template_kwargs", {}).get("enable_thinking", True)
+        self.agent = AgentConfig.from_node(verl_config.agent)
+        thinking = verl_config.data.get("apply_chat_template_kwargs", {}).get("enable_thinking", True)
         self.chat = ChatTokenizer(tokenizer, bool(thinking))
         self.protocol = make_protocol(self.agent.protocol)
-        self.schedule, _ = run_schedule(cfg.data)
-        self.default_limits = task_set_config(cfg.task_set).limits
-        self.turn_credit = to_dataclass(cfg.credit.turn, TurnCredit)
+        self.schedule, _ = run_schedule(verl_config.data)
+        self.default_limits = task_set_config(verl_config.task_set).limits
+        self.turn_credit = to_dataclass(verl_config.credit.turn, TurnCredit)
         # Only the mt_grpo estimator reads turn spans and turn rewards (advantages.py).
-        self.turn_level = cfg.algorithm.adv_estimator == MT_GRPO
+        self.turn_level = verl_config.algorithm.adv_estimator == MT_GRPO
         self.barrier = GroupBarrier(self._score)
-        self.fixture_guard = FixtureGuard.of(cfg.fixture_guard)
+        self.fixture_guard = FixtureGuard.of(verl_config.fixture_guard)
+        self.judge = to_dataclass(verl_config.judge, JudgeConfig)
+        self.reward_mix = verl_config.reward_mix
+        self.online_variance = verl_config.data_filter.kind == "online_variance"
         self.references = ReferenceChanges(self.factory, self.run.shared_dir / "reference_changes")
         # The run's step ledger (refills across workers, every group before filtering); a Ray actor.
         self.ledger = None
@@ -112,20 +117,20 @@ class _WorkerState:
 
     async def _score(self, trajectories: list[Trajectory]) -> GroupScores:
         meta = trajectories[0].metadata
-        judge = judge_group_via_actor(self.cfg, self.run.run_id)
+        judge = judge_group_via_actor(self.judge, self.run.run_id)
         scores = await score_rollout_group(
             trajectories,
             meta["reward_mix"],
             self.agent.limits.max_turns,
             judge,
-            bool(self.cfg.judge.only_unseparated_groups),
+            self.judge.only_unseparated_groups,
             self.fixture_guard,
         )
         if meta["split"] != "train":
             return scores
         step, tests = meta["global_steps"], scores.test_scores
         self.ledger = self.ledger or ledger(self.run.run_id)
-        if self.cfg.data_filter.kind == "online_variance":
+        if self.online_variance:
             if not scores.masked and lacks_signal(scores.rewards, tests, scores.weights.get("judge", 0.0)):
                 scores.filtered = await self.ledger.claim_refill.remote(step)
             scores.filter_signal = filter_signal(len(trajectories), scores.filtered)
@@ -193,7 +198,7 @@ class TerminalAgentLoop(AgentLoopBase):
             trajectory.termination = Termination.SANDBOX_ERROR.value
             trajectory.termination_detail = f"{type(error).__name__}: {error}"
         trajectory.metadata.update(
-            reward_mix=reward_mix_for(state.schedule, self.config, extra_info["difficulty"], stage, validating),
+            reward_mix=reward_mix_for(state.schedule, state.reward_mix, extra_info["difficulty"], stage, validating),
             stage=stage,
             global_steps=kwargs.get("global_steps", 0),
             split="val" if validating else "train",

@@ -13,11 +13,11 @@ from omegaconf import DictConfig, OmegaConf
 _DATACLASS_NODES = ("algorithm", "actor_rollout_ref.actor", "actor_rollout_ref.rollout")
 
 
-def verl_problems(cfg: DictConfig) -> list[str]:
+def verl_problems(verl_config: DictConfig) -> list[str]:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    resolved = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    resolved = OmegaConf.create(OmegaConf.to_container(verl_config, resolve=True))
     problems = []
     try:
         # verl's notes while it validates (its printout, "Disabled critic as ...") are not problems.

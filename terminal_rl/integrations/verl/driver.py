@@ -32,17 +32,18 @@ from terminal_rl.console import (
 from terminal_rl.models.hub import offline_environment
 from terminal_rl.plot import plot_run
 from terminal_rl.run_context import RunContext
+from terminal_rl.training.job import TrainJob
 
 PLUGIN = "terminal_rl.integrations.verl.plugin"
 
 
-def run_environment(cfg: DictConfig) -> dict[str, str]:
-    """Environment every process of the run gets (Ray workers inherit it from the driver)."""
-    run = RunContext.from_config(cfg.run)
+def run_environment(run: RunContext, wandb_mode: str, hardware_env: dict) -> dict[str, str]:
+    """Environment every process of the run gets (Ray workers inherit it from the driver):
+    ``hardware_env`` is the hardware preset's ``env``."""
     env = {
         "VERL_USE_EXTERNAL_MODULES": PLUGIN,
         "TERMINAL_RL_RUN_ID": run.run_id,
-        "WANDB_MODE": cfg.logger.wandb_mode,
+        "WANDB_MODE": wandb_mode,
         "WANDB_DIR": str(run.log_dir),
         # One metrics file per launch: verl's file logger truncates its file, and a resume must not
         # erase the steps before it.
@@ -50,9 +51,13 @@ def run_environment(cfg: DictConfig) -> dict[str, str]:
         # Model weights come from a local folder or the shared Hub cache, never the Hub (models/hub.py).
         **(offline_environment(run.hub_cache) if run.hub_cache else {}),
         # Docker endpoint and base images are per node; rollout workers reach the daemon themselves.
-        **{k: str(v) for k, v in cfg.hardware.env.items()},
+        **{k: str(v) for k, v in hardware_env.items()},
     }
     return env
+
+
+def job_environment(job: TrainJob) -> dict[str, str]:
+    return run_environment(job.run, job.wandb_mode, job.hardware.env)
 
 
 def apply_environment(env: dict[str, str]) -> None:
@@ -70,74 +75,68 @@ def apply_environment(env: dict[str, str]) -> None:
     importlib.import_module(PLUGIN)
 
 
-def prepare(cfg: DictConfig, console) -> tuple[list[str], int]:
+def prepare(job: TrainJob, console) -> tuple[list[str], int]:
     """The warm start and the tiny model (if configured and missing), the run's dataset, the console
     header and the run's first task images, before any worker starts. Returns the ids of the tasks
     whose images were built first, and how many episodes a validation runs."""
     from terminal_rl.models.tiny import ensure_tiny_model
     from terminal_rl.tasks.prepare import prepare_task_set
-    from terminal_rl.tasks.task_set import task_set_config
     from terminal_rl.training.warm_start import ensure_warm_start
 
-    if cfg.warm_start:
-        ensure_warm_start(cfg, console)
-    ensure_tiny_model(cfg.model)
+    if job.warm_start:
+        ensure_warm_start(job.warm_start, console)
+    ensure_tiny_model(job.model)
     from terminal_rl.curriculum.plot import plot_schedule
     from terminal_rl.integrations.verl.curriculum import run_schedule
 
-    run = RunContext.from_config(cfg.run)
-    prepared = prepare_task_set(task_set_config(cfg.task_set), run, cfg.agent.loop_name)
-    if len(prepared.train) < cfg.data.train_batch_size:
+    run = job.run
+    prepared = prepare_task_set(job.task_set, run, job.agent_loop_name)
+    if len(prepared.train) < job.data.train_batch_size:
         raise ValueError(
             f"the train split has {len(prepared.train)} tasks but a step takes data.train_batch_size="
-            f"{cfg.data.train_batch_size} prompts: add tasks, lower task_set.val_fraction or "
+            f"{job.data.train_batch_size} prompts: add tasks, lower task_set.val_fraction or "
             "model_hardware.prompts_per_step"
         )
     run.log_dir.mkdir(parents=True, exist_ok=True)
-    schedule, steps = run_schedule(cfg.data)
-    settings = {
-        k: OmegaConf.to_container(cfg[k], resolve=True)
-        for k in ("task_set", "model", "hardware", "reward_mix", "curriculum", "data_filter", "algorithm")
-    }
-    for line in header_lines(run.run_id, run.shared_dir, prepared.counts(), settings, steps):
+    schedule, steps = run_schedule(job.data)
+    for line in header_lines(run.run_id, run.shared_dir, prepared.counts(), job.header_settings, steps):
         console.print(line)
-    first, val_rows = prepare_images(cfg, run, prepared, schedule, console)
+    first, val_rows = prepare_images(job, prepared, schedule, console)
     # The schedule this run uses, beside its logs.
-    plot_schedule(schedule, cfg.curriculum.kind, run.log_dir / "curriculum.png", steps)
-    return first, val_rows * int(cfg.actor_rollout_ref.rollout.val_kwargs.n)
+    plot_schedule(schedule, job.curriculum_kind, run.log_dir / "curriculum.png", steps)
+    return first, val_rows * job.val_samples_per_row
 
 
-def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console: Console) -> tuple[list[str], int]:
+def prepare_images(job: TrainJob, prepared, schedule, console: Console) -> tuple[list[str], int]:
     """Build the images of the validation rows and the first draws now, the rest in the background
     (``terminal_rl/training/run_images.py``); tasks whose image fails leave the run, with the reason
     in its image report. Returns the ids built now that the run keeps, and its validation rows."""
     from terminal_rl.curriculum.schedule import CurriculumState
     from terminal_rl.filtering.keep_list import read_keep_list
     from terminal_rl.integrations.verl.curriculum import validation_rows
-    from terminal_rl.sandbox.config import SandboxConfig
     from terminal_rl.sandbox.images.build_report import failure_line
     from terminal_rl.training.run_images import RunImages, first_needed
 
-    sandbox = SandboxConfig.from_node(cfg.sandbox)
-    images = RunImages(sandbox, run, prepared.train + prepared.val, float(cfg.hardware.min_free_disk_gb))
+    sandbox, run = job.sandbox, job.run
+    images = RunImages(sandbox, run, prepared.train + prepared.val, float(job.hardware.min_free_disk_gb))
     if images.retried:
         console.print(
             f"task images: building {len(images.retried)} again that an earlier attempt could not build for "
             "a reason that may pass (network, timeout, engine)"
         )
     mix = schedule.difficulty_mix(CurriculumState())
-    keep = read_keep_list(cfg.data_filter.keep_list) if cfg.data_filter.get("keep_list") else None
+    keep = read_keep_list(job.keep_list) if job.keep_list else None
     difficulties = {t.id: t.difficulty.value for t in prepared.train}
     val_ids = [t.id for t in prepared.val]
     # The first step's prompts and as many refills again (online-variance filtering draws more).
-    draws = 2 * int(cfg.data.train_batch_size)
+    draws = 2 * int(job.data.train_batch_size)
 
     def validation(unavailable: frozenset[str]) -> list[str]:
-        return [val_ids[i] for i in validation_rows(val_ids, unavailable, int(cfg.data.get("val_max_samples", -1)))]
+        return [val_ids[i] for i in validation_rows(val_ids, unavailable, int(job.data.get("val_max_samples", -1)))]
 
     def predict(unavailable: frozenset[str]) -> list[str]:
         val = validation(unavailable)
-        return first_needed(difficulties, val, mix, int(cfg.task_set.split_seed), draws, keep, unavailable)
+        return first_needed(difficulties, val, mix, int(job.task_set.split_seed), draws, keep, unavailable)
 
     failed = images.build_first(predict, console.rich, sandbox.build.jobs)
     for outcome in failed:
@@ -147,7 +146,7 @@ def prepare_images(cfg: DictConfig, run: RunContext, prepared, schedule, console
     return predict(unavailable), len(validation(unavailable))
 
 
-def ray_runtime_env(cfg: DictConfig, env: dict[str, str]) -> dict:
+def ray_runtime_env(verl_config: DictConfig, env: dict[str, str]) -> dict:
     """The run's Ray runtime environment, as ``main_ppo.run_ppo`` would pass it to ``ray.init`` had
     verl started Ray (``trainer/main_ppo.py`` l. 57-73): verl's PPO variables (VLLM_DISABLE_COMPILE_CACHE,
     VLLM_ALLOW_RUNTIME_LORA_UPDATING, TOKENIZERS_PARALLELISM, ..., less those the launching shell set,
@@ -156,99 +155,100 @@ def ray_runtime_env(cfg: DictConfig, env: dict[str, str]) -> dict:
     We start Ray ourselves (the judge and ledger actors come first), so verl skips all of it."""
     from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
 
-    defaults = get_ppo_ray_runtime_env(cfg)
-    if cfg.transfer_queue.get("enable", False):
+    defaults = get_ppo_ray_runtime_env(verl_config)
+    if verl_config.transfer_queue.get("enable", False):
         defaults.setdefault("env_vars", {})["TRANSFER_QUEUE_ENABLE"] = "1"
     merged = OmegaConf.to_container(
-        OmegaConf.merge(defaults, cfg.ray_kwargs.ray_init.get("runtime_env") or {}), resolve=True
+        OmegaConf.merge(defaults, verl_config.ray_kwargs.ray_init.get("runtime_env") or {}), resolve=True
     )
     merged["env_vars"] = {**{k: str(v) for k, v in (merged.get("env_vars") or {}).items()}, **env}
     return merged
 
 
-def start_ray(cfg: DictConfig, env: dict[str, str]) -> None:
+def start_ray(job: TrainJob, env: dict[str, str]) -> None:
     import ray
 
     if ray.is_initialized():
         return
-    runtime_env = ray_runtime_env(cfg, env)
+    runtime_env = ray_runtime_env(job.verl, env)
     address = os.environ.get("RAY_ADDRESS")
     if address:  # a cluster started outside (Slurm bootstrap): its resources are the allocation's
         ray.init(address=address, _node_ip_address=os.environ.get("TERMINAL_RL_NODE_IP"), runtime_env=runtime_env)
         return
     ray.init(
-        num_cpus=cfg.hardware.ray_num_cpus,
-        num_gpus=cfg.hardware.ray_num_gpus,
+        num_cpus=job.hardware.ray_num_cpus,
+        num_gpus=job.hardware.ray_num_gpus,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
         runtime_env=runtime_env,
     )
 
 
-def start_services(cfg: DictConfig) -> None:
+def start_services(job: TrainJob) -> None:
     """The run-wide step ledger and, when any stage can give the judge a weight, the judge (named Ray
     actors)."""
-    from terminal_rl.config import to_dataclass
     from terminal_rl.integrations.verl.services import start_ledger
     from terminal_rl.judge.ray_actor import start_judge_actor
-    from terminal_rl.judge.service import JudgeConfig
-    from terminal_rl.training.preflight import judge_can_weigh
 
-    run = RunContext.from_config(cfg.run)
-    start_ledger(run.run_id, int(cfg.data_filter.get("max_refills", 0)))
-    if judge_can_weigh(cfg):
-        start_judge_actor(to_dataclass(cfg.judge, JudgeConfig), run.judge_control_dir, run.run_id)
+    run = job.run
+    start_ledger(run.run_id, job.max_refills)
+    if job.judge is not None:
+        start_judge_actor(job.judge, run.judge_control_dir, run.run_id)
 
 
 def train(
-    cfg: DictConfig, env: dict[str, str] | None = None, nodes_ready: Callable[[list[str]], None] | None = None
+    job: TrainJob, env: dict[str, str] | None = None, nodes_ready: Callable[[list[str]], None] | None = None
 ) -> None:
     """Everything after preflight, in this process: the console shows the header, image preparation
     and one line per step; everything verl, Ray and the libraries print goes to ``logs/train.log``.
     ``env``: the run's environment when the caller already started Ray with it (the Slurm head).
     ``nodes_ready(first_task_ids)``: called once this node is prepared, before any worker starts (the
     Slurm head waits there for the other nodes to build the same first images)."""
-    env = env or run_environment(cfg)
+    env = env or job_environment(job)
     apply_environment(env)
-    run = RunContext.from_config(cfg.run)
-    first, val_episodes = prepare(cfg, Console(sys.stdout))
+    run, verl_config = job.run, job.verl
+    first, val_episodes = prepare(job, Console(sys.stdout))
     if nodes_ready is not None:
         nodes_ready(first)
-    OmegaConf.resolve(cfg)
+    OmegaConf.resolve(verl_config)
     log_file = run.log_dir / "train.log"
-    with quiet_console(log_file, bool(cfg.verbose)) as console:
-        if not cfg.verbose:
+    with quiet_console(log_file, job.verbose) as console:
+        if not job.verbose:
             console.print(row_line(*log_row(log_file)))
-        start_ray(cfg, env)
-        start_services(cfg)
+        start_ray(job, env)
+        start_services(job)
 
         from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
         from verl.trainer.ppo.utils import need_critic, need_reference_policy
         from verl.utils.config import validate_config
         from verl.utils.device import auto_set_device
 
-        auto_set_device(cfg)
-        validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+        auto_set_device(verl_config)
+        validate_config(
+            verl_config,
+            use_reference_policy=need_reference_policy(verl_config),
+            use_critic=need_critic(verl_config),
+        )
         with (
-            MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, cfg)),
+            MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, job)),
             ValidationProgress(run.log_dir / "rollouts", val_episodes, console.print),
         ):
-            run_ppo(cfg, task_runner_class=TaskRunnerV1)
+            run_ppo(verl_config, task_runner_class=TaskRunnerV1)
         sys.stdout.flush()
         plot_run(run.shared_dir, warn=console.print)
         import ray
 
         # Inside the redirect: Ray forwards the workers' last lines while it shuts down.
         ray.shutdown()
-        for line in footer_lines(run, cfg):
+        for line in footer_lines(job):
             console.print(line)
 
 
-def progress(console, cfg: DictConfig):
+def progress(console, job: TrainJob):
     """The metrics follower's callback: a progress line per step, validation results when they ran."""
     from terminal_rl.integrations.verl.curriculum import run_schedule
 
-    total = run_schedule(cfg.data)[1]
+    total = run_schedule(job.data)[1]
     step_seconds: list[float] = []
 
     def on_step(step: int, data: dict) -> None:
@@ -263,12 +263,13 @@ def progress(console, cfg: DictConfig):
     return on_step
 
 
-def footer_lines(run: RunContext, cfg: DictConfig) -> list[str]:
+def footer_lines(job: TrainJob) -> list[str]:
+    run = job.run
     lines = [
-        f"done: checkpoints {cfg.trainer.default_local_dir}",
+        f"done: checkpoints {job.checkpoints.folder}",
         f"      logs        {run.log_dir}",
         f"      plots       {run.shared_dir / 'plots'}  (python -m terminal_rl.plot run.id={run.run_id})",
     ]
-    if "wandb" in cfg.trainer.logger:
+    if "wandb" in job.loggers:
         lines.append(f"      wandb       {run.log_dir / 'wandb'}  (wandb sync to upload an offline run)")
     return lines

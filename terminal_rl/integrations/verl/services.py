@@ -10,23 +10,26 @@ from terminal_rl.agent.trajectory import Trajectory
 from terminal_rl.curriculum.schedule import Schedule
 from terminal_rl.judge.ray_actor import NAMESPACE, judge_actor
 from terminal_rl.judge.render import describe_environment, render_trajectory
-from terminal_rl.judge.service import JudgeRequest
+from terminal_rl.judge.service import JudgeConfig, JudgeRequest
 from terminal_rl.rewards.mix import RewardMix
 from terminal_rl.tasks.model import Task
 from terminal_rl.training.group_scoring import JudgeGroup
 from terminal_rl.training.step_ledger import StepLedger
 
 
-def reward_mix_for(schedule: Schedule, cfg: DictConfig, difficulty: str, stage: int, validating: bool) -> RewardMix:
+def reward_mix_for(
+    schedule: Schedule, reward_mix: DictConfig, difficulty: str, stage: int, validating: bool
+) -> RewardMix:
     """The reward weights a sample is scored with: the schedule's for (the stage it was drawn in, its
-    task's difficulty), or the run's fixed mix; validation scores tests only (it reports test scores)."""
+    task's difficulty), or the run's fixed mix (the ``reward_mix`` section); validation scores tests
+    only (it reports test scores)."""
     if validating:
         return RewardMix({"tests": 1.0})
-    weights = schedule.reward_weights(stage, difficulty, dict(cfg.reward_mix.weights))
-    return RewardMix(weights, cfg.reward_mix.missing)
+    weights = schedule.reward_weights(stage, difficulty, dict(reward_mix.weights))
+    return RewardMix(weights, reward_mix.missing)
 
 
-def judge_group_via_actor(cfg: DictConfig, run_id: str) -> JudgeGroup:
+def judge_group_via_actor(judge_config: JudgeConfig, run_id: str) -> JudgeGroup:
     """Ask the run's judge actor to grade a group (the containers are already gone)."""
 
     async def judge(trajectories: list[Trajectory]) -> list[dict]:
@@ -34,7 +37,7 @@ def judge_group_via_actor(cfg: DictConfig, run_id: str) -> JudgeGroup:
             JudgeRequest(
                 t.metadata["task_prompt"],
                 t.metadata["environment"],
-                render_trajectory(t, cfg.judge.max_model_chars, cfg.judge.max_observation_chars),
+                render_trajectory(t, judge_config.max_model_chars, judge_config.max_observation_chars),
             )
             for t in trajectories
         ]
@@ -65,14 +68,12 @@ def ledger(run_id: str):
     return ray.get_actor(f"ledger-{run_id}", namespace=NAMESPACE)
 
 
-def service_metrics(cfg: DictConfig) -> dict[str, float]:
+def service_metrics(run_id: str) -> dict[str, float]:
     """judge/* figures from the run's judge actor, when the run has one."""
     import ray
 
-    from terminal_rl.run_context import RunContext
-
     try:
-        actor = judge_actor(RunContext.from_config(cfg.run).run_id)
+        actor = judge_actor(run_id)
     except ValueError:
         return {}
     return ray.get(actor.metrics.remote())

@@ -37,9 +37,9 @@ class SFTResult:
     log: Path
 
 
-def verl_sft_config(cfg: DictConfig) -> dict:
+def verl_sft_config(verl: DictConfig) -> dict:
     """The config file verl's SFT trainer reads: its defaults, then our ``verl`` keys (resolved)."""
-    ours = OmegaConf.to_container(cfg.verl, resolve=True)
+    ours = OmegaConf.to_container(verl, resolve=True)
     return {
         "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
         "defaults": ["sft_trainer_engine", "_self_"],
@@ -47,29 +47,30 @@ def verl_sft_config(cfg: DictConfig) -> dict:
     }
 
 
-def check_inputs(cfg: DictConfig) -> None:
-    missing = [f for f in cfg.verl.data.train_files if not project_path(f).is_file()]
+def check_inputs(verl: DictConfig) -> None:
+    missing = [f for f in verl.data.train_files if not project_path(f).is_file()]
     if missing:
         raise FileNotFoundError(
             f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets "
             f"run.id=...` or point verl.data.train_files at sft.parquet files"
         )
-    model = project_path(cfg.verl.model.path)
+    model = project_path(verl.model.path)
     if model.exists() and not (model / "config.json").is_file():
         raise FileNotFoundError(f"model.path {model} has no config.json (a Hugging Face model folder)")
 
 
-def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
-    """Run verl's SFT trainer to the end; ``echo`` gets a step's line at most every ``ECHO_EVERY_SEC``
-    (the first step's at once). A model path that is not a
-    local folder goes to verl as it is (a Hub id)."""
-    check_inputs(cfg)
+def run_sft(verl: DictConfig, hardware_env: dict, cpus_per_node: int, out: Path, echo=print) -> SFTResult:
+    """Run verl's SFT trainer (``verl``: the sft config's ``verl`` section, verl's own keys) to the
+    end, in the hardware preset's environment (``hardware_env``); ``echo`` gets a step's line at most
+    every ``ECHO_EVERY_SEC`` (the first step's at once). A model path that is not a local folder goes
+    to verl as it is (a Hub id)."""
+    check_inputs(verl)
     out.mkdir(parents=True, exist_ok=True)
     config_file, metrics, log = out / "verl_sft.yaml", out / "metrics.jsonl", out / "train.log"
-    config_file.write_text(yaml.safe_dump(verl_sft_config(cfg), sort_keys=False), encoding="utf-8")
+    config_file.write_text(yaml.safe_dump(verl_sft_config(verl), sort_keys=False), encoding="utf-8")
     env = {
         **os.environ,
-        **{k: str(v) for k, v in cfg.hardware.env.items()},
+        **{k: str(v) for k, v in hardware_env.items()},
         "VERL_USE_EXTERNAL_MODULES": PLUGIN,
         "VERL_FILE_LOGGER_PATH": str(metrics),
         "PYTHONPATH": str(PROJECT_ROOT),
@@ -77,13 +78,13 @@ def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
     if env.get("VERL_PLATFORM") == "cpu":
         env.pop("CUDA_VISIBLE_DEVICES", None)
         # The trainer has the machine to itself (the cpu preset's one thread is for Ray's many processes).
-        env["OMP_NUM_THREADS"] = str(max(1, int(cfg.hardware.cpus_per_node) // int(cfg.verl.trainer.n_gpus_per_node)))
+        env["OMP_NUM_THREADS"] = str(max(1, cpus_per_node // int(verl.trainer.n_gpus_per_node)))
     command = [
         sys.executable,
         "-m",
         "torch.distributed.run",
         "--standalone",
-        f"--nproc_per_node={cfg.verl.trainer.n_gpus_per_node}",
+        f"--nproc_per_node={verl.trainer.n_gpus_per_node}",
         "-m",
         "verl.trainer.sft_trainer",
         f"--config-path={out.resolve()}",
@@ -115,7 +116,7 @@ def run_sft(cfg: DictConfig, out: Path, echo=print) -> SFTResult:
     if process.returncode != 0:
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
         raise RuntimeError(f"verl's SFT trainer exited with {process.returncode}; full output: {log}\n{tail}")
-    model = _link_last_model(project_path(cfg.verl.trainer.default_local_dir), out / "model")
+    model = _link_last_model(project_path(verl.trainer.default_local_dir), out / "model")
     return SFTResult(model, losses, log)
 
 

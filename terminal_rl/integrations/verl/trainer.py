@@ -223,7 +223,7 @@ class TerminalTrainer(PPOTrainerSync):
     def _service_metrics(self) -> dict[str, float]:
         from terminal_rl.integrations.verl.services import service_metrics
 
-        return service_metrics(self.config)
+        return service_metrics(self._run_id())
 
     def _log_samples(self, global_steps: int) -> None:
         """A few trajectories of this step as a table (wandb), the brief's detailed trajectory logging."""

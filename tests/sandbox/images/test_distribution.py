@@ -10,6 +10,7 @@ import pytest
 
 from terminal_rl.config import compose
 from terminal_rl.launch.node_prep import prepare_node
+from terminal_rl.preflight.job import train_job
 from terminal_rl.sandbox.images.distribution import archive_path, fetch, present, publish, wait_for_manifest
 from terminal_rl.sandbox.runtime.docker_client import docker_client
 from tests.support import ENGINES
@@ -82,18 +83,20 @@ def test_rank_zero_builds_and_archives_the_task_set_and_another_node_loads_it(tm
         f"run.output_root={tmp_path / 'shared'}",
         f"sandbox.build.archive_dir={tmp_path / 'archive'}",
     ]
-    prepare_node(compose("train", common + ["sandbox=docker"]), rank=0, image_timeout_sec=10)
+    prepare_node(train_job(compose("train", common + ["sandbox=docker"])), rank=0, image_timeout_sec=10)
     [manifest] = (tmp_path / "archive").glob("manifest.distribution-*.json")
     images = json.loads(manifest.read_text())
     assert list(images) == [task]
     podman = engine_client("podman")
     for tag in present(podman, images.values()):
         podman.api.remove_image(tag, force=True)
-    prepare_node(compose("train", common + ["sandbox=podman"]), rank=1, image_timeout_sec=10)
+    prepare_node(train_job(compose("train", common + ["sandbox=podman"])), rank=1, image_timeout_sec=10)
     assert present(podman, images.values()) == list(images.values())
     build_hash = engine_client("dockerd").images.get(images[task]).labels[HASH_LABEL]
     for image in podman.images.list(filters={"label": f"{HASH_LABEL}={build_hash}"}):  # any task's with these inputs
         podman.api.remove_image(image.id, force=True)
-    [outcome] = build_task_images(compose("train", common + ["sandbox=podman"]), tmp_path / "report.json", [task])
+    [outcome] = build_task_images(
+        train_job(compose("train", common + ["sandbox=podman"])), tmp_path / "report.json", [task]
+    )
     assert outcome.ok and outcome.cached and outcome.image.endswith(images[task]), "loaded from the archive, not built"
     assert present(podman, images.values()) == list(images.values())

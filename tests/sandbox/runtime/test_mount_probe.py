@@ -9,22 +9,24 @@ import sys
 import pytest
 
 from terminal_rl.config import PROJECT_ROOT, compose
-from terminal_rl.training.preflight import check_sandbox_mounts
+from terminal_rl.preflight.job import train_job
+from terminal_rl.training.node_checks import check_sandbox_mounts
 
 pytestmark = pytest.mark.docker
 
 PROBE = """
 import sys
 from terminal_rl.config import compose
-from terminal_rl.training.preflight import check_sandbox_mounts
-print(check_sandbox_mounts(compose("train", ["hardware=cpu", "model=tiny", "run.id=probe",
-                                             f"run.node_local_root={sys.argv[1]}"])))
+from terminal_rl.preflight.job import train_job
+from terminal_rl.training.node_checks import check_sandbox_mounts
+print(check_sandbox_mounts(train_job(compose("train", ["hardware=cpu", "model=tiny", "run.id=probe",
+                                             f"run.node_local_root={sys.argv[1]}"]))))
 """
 
 
 def test_the_engine_sees_the_jobs_node_local_files(tmp_path):
     cfg = compose("train", ["hardware=cpu", "model=tiny", "run.id=probe", f"run.node_local_root={tmp_path}"])
-    assert check_sandbox_mounts(cfg) == []
+    assert check_sandbox_mounts(train_job(cfg)) == []
     assert not list((tmp_path / "probe" / "leases").glob("probe-*")), "the probe file is removed"
 
 

@@ -1,9 +1,13 @@
 """Preflight: every check that can fail a run, done in seconds before any job starts or is submitted.
 
-Each check returns the problems it finds, one clear message each (the setting, its value, the fix);
-``run_preflight`` collects them all instead of stopping at the first. ``preflight_notes`` tells what
-does not refuse a run: warnings, and what a step and the checkpoints will cost. verl's own validation runs
-through ``terminal_rl.integrations.verl`` (the only package that imports verl).
+The config checks here read the composed config whole, as the door of every training app: they check
+that its parts agree (model x hardware x verl's batches, memory, LoRA, curriculum, history mode...).
+The node checks (engine, disk, mounts, network, weights) take the typed ``TrainJob`` and run on each
+node (``training/node_checks.py``). Each check returns the problems it finds, one clear message each
+(the setting, its value, the fix); ``run_preflight`` (``preflight/__init__.py``) collects them
+all instead of stopping at the first. ``notes`` tells what does not refuse a run: warnings, and
+what a step and the checkpoints will cost. verl's own validation runs through
+``terminal_rl.integrations.verl`` (the only package that imports verl).
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from terminal_rl.agent.config import AgentConfig
 from terminal_rl.agent.tokens import History
-from terminal_rl.config import CONF_DIR, free_disk_bytes, nearest_existing, project_path, to_dataclass
+from terminal_rl.config import CONF_DIR, project_path, to_dataclass
 from terminal_rl.models.lora import LoRA, projections, trainable_parameters, unknown_modules
 from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.training.costs import EpisodeCost, EpisodeShape, checkpoint_gb, episode_cost
+from terminal_rl.training.job import CheckpointPlan
 from terminal_rl.training.memory import estimate
+from terminal_rl.training.node_checks import split_of
 
 Check = Callable[[DictConfig], list[str]]
 
@@ -258,11 +264,11 @@ def sandbox_note(cfg: DictConfig) -> list[str]:
 
 def notes(cfg: DictConfig) -> list[str]:
     """What preflight tells without refusing a run."""
-    return [*lora_lr_warning(cfg), *step_cost_note(cfg), *sandbox_note(cfg), *_checkpoint_plan(cfg)[2:]]
+    return [*lora_lr_warning(cfg), *step_cost_note(cfg), *sandbox_note(cfg), checkpoint_plan(cfg).line]
 
 
-def _checkpoint_plan(cfg: DictConfig) -> tuple[int, float, str]:
-    """(checkpoints kept at most, GB each, a line saying so), from the model preset's size."""
+def checkpoint_plan(cfg: DictConfig) -> CheckpointPlan:
+    """The checkpoints kept at most and their size, from the model preset's."""
     from terminal_rl.curriculum.schedule import run_steps
     from terminal_rl.tasks.loaders import TaskSourceError
 
@@ -282,29 +288,13 @@ def _checkpoint_plan(cfg: DictConfig) -> tuple[int, float, str]:
         f"checkpoints: {kept} kept (trainer.max_actor_ckpt_to_keep={trainer.max_actor_ckpt_to_keep}) x "
         f"{size:.1f} GB = {kept * size:.1f} GB in {trainer.default_local_dir}"
     )
-    return int(kept), size, line
+    return CheckpointPlan(int(kept), size, project_path(trainer.default_local_dir), line)
 
 
-def check_checkpoint_disk(cfg: DictConfig) -> list[str]:
-    """The checkpoints the run keeps fit in the free space of their directory: at the peak one more
-    than kept (a save is written before the oldest is removed, verl ``checkpoint_manager.py``
-    l. 166-194), less those already there (a resume's: their space is taken already)."""
+def _split(cfg: DictConfig) -> tuple[list, list]:
+    from terminal_rl.tasks.task_set import task_set_config
 
-    from terminal_rl.training.checkpoints import saved_steps
-
-    kept, size, line = _checkpoint_plan(cfg)
-    folder = project_path(cfg.trainer.default_local_dir)
-    existing = nearest_existing(folder)
-    present = len(saved_steps(folder)) if folder.is_dir() else 0
-    needed_gb = max(0, kept + 1 - present) * size if kept else 0.0
-    free_gb = free_disk_bytes(folder) / 1e9
-    if needed_gb <= free_gb:
-        return []
-    return [
-        f"{line}; at the peak {needed_gb:.1f} GB more (one more while a save replaces the oldest), but {existing} "
-        f"has {free_gb:.1f} GB free: lower trainer.max_actor_ckpt_to_keep, raise trainer.save_freq, or point "
-        "trainer.default_local_dir at a larger filesystem"
-    ]
+    return split_of(task_set_config(cfg.task_set))
 
 
 def check_dataset(cfg: DictConfig) -> list[str]:
@@ -336,7 +326,6 @@ def check_dataset(cfg: DictConfig) -> list[str]:
 def check_curriculum(cfg: DictConfig) -> list[str]:
     """A curriculum that anneals the judge must reach its tests-only stage within the run, with every
     stage at its full length (score gates can only make it sooner, never guarantee it)."""
-    from omegaconf import OmegaConf
 
     from terminal_rl.curriculum.schedule import judge_free_from, run_steps, schedule_from_config
     from terminal_rl.tasks.loaders import TaskSourceError
@@ -399,71 +388,6 @@ def check_attention(cfg: DictConfig) -> list[str]:
     return []
 
 
-def check_flash_attention(cfg: DictConfig) -> list[str]:
-    """flash-attn is installed on this node when the run is configured to use it."""
-    import importlib.util
-
-    if cfg.hardware.attention == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
-        return [
-            "hardware.attention=flash_attention_2 but flash-attn is not installed on this node: "
-            "`pip install --no-build-isolation flash-attn -c constraints/gpu.txt` (README, GPU set), or use "
-            "hardware.attention=sdpa with ulysses_parallel=1"
-        ]
-    return []
-
-
-def _split(cfg: DictConfig):
-    """The task set's valid tasks, split as the run will split them (loaded once per config)."""
-    from terminal_rl.tasks.prepare import train_and_val
-    from terminal_rl.tasks.task_set import task_set_config
-
-    key = repr(sorted(OmegaConf.to_container(cfg.task_set, resolve=True).items()))
-    if key not in _SPLITS:
-        _SPLITS[key] = train_and_val(task_set_config(cfg.task_set))[:2]
-    return _SPLITS[key]
-
-
-_SPLITS: dict[str, tuple] = {}
-
-
-def check_docker(cfg: DictConfig) -> list[str]:
-    """The engine answers, and every base image of the task set a recipe provides is here, with the
-    common image the toolchain builds from. (A base image no recipe covers is not a problem here: its
-    tasks' images fail to build and leave the run; ``tasks prepare`` reports the fix.)"""
-    from docker.errors import DockerException, ImageNotFound
-
-    from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.images.base_images import common_tag, plan
-    from terminal_rl.sandbox.runtime.docker_client import docker_client
-    from terminal_rl.tasks.dockerfile import task_set_images
-    from terminal_rl.tasks.loaders import TaskSourceError
-
-    sandbox = SandboxConfig.from_node(cfg.sandbox)
-    try:
-        train, val = _split(cfg)
-    except (TaskSourceError, ValueError):
-        return []  # check_dataset reports it
-    try:
-        client = docker_client(sandbox.docker_host)
-        needs = plan(client, sandbox.base_images, task_set_images(train + val))
-        missing = sorted(needs.provide)
-        try:
-            client.images.get(common_tag(sandbox.base_images))
-        except ImageNotFound:
-            missing.insert(0, common_tag(sandbox.base_images))
-    except DockerException as error:
-        return [
-            f"no Docker endpoint answers (sandbox.docker_host={sandbox.docker_host!r} / $DOCKER_HOST): {error}; "
-            "start dockerd or `podman system service`"
-        ]
-    if missing:
-        return [
-            f"base images missing: {missing}; run `python -m terminal_rl.sandbox images bootstrap` with this "
-            "run's task_set (and sandbox) overrides"
-        ]
-    return []
-
-
 def check_judge_credentials(cfg: DictConfig) -> list[str]:
     if not judge_can_weigh(cfg) or not cfg.judge.api_key_env or os.environ.get(cfg.judge.api_key_env):
         return []
@@ -481,180 +405,6 @@ def judge_can_weigh(cfg: DictConfig) -> bool:
     return max(weights) > 0
 
 
-def check_judge_reachable(cfg: DictConfig, timeout_sec: float = 5) -> list[str]:
-    """The judge's endpoint accepts a connection from this node: the judge runs on any node of the
-    run, and a compute node may lack the login node's way out. Checked when the judge can be called
-    (an explicit ``judge.base_url``, or a set key); a host that does not answer would mean every
-    judged group falls back to its test scores."""
-    import socket
-    from urllib.parse import urlsplit
-    from urllib.request import getproxies, proxy_bypass
-
-    from terminal_rl.judge.backend import JudgeBackend
-
-    backend = JudgeBackend(cfg.judge.model, cfg.judge.base_url, cfg.judge.api_key_env)
-    if not judge_can_weigh(cfg) or not (backend.base_url or backend.api_key()):
-        return []
-    endpoint = backend.endpoint()
-    if endpoint is None:
-        return []
-    url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
-    # litellm's HTTP client goes through the environment's proxy (HTTPS_PROXY, NO_PROXY) as this does.
-    proxy = None if proxy_bypass(url.hostname) else getproxies().get(url.scheme)
-    target = urlsplit(proxy) if proxy else url
-    try:
-        socket.create_connection(
-            (target.hostname, target.port or (443 if target.scheme == "https" else 80)), timeout_sec
-        ).close()
-    except OSError as error:
-        through = f" through the proxy {proxy}" if proxy else ""
-        return [
-            f"the judge's endpoint {endpoint} ({backend.model}) does not answer from {socket.gethostname()}"
-            f"{through}: {error}; give this node a way out (proxy, firewall) or point judge.base_url at an "
-            "endpoint it reaches"
-        ]
-    return []
-
-
-def check_disk(cfg: DictConfig) -> list[str]:
-    """Free space where this node keeps run files (node-local root) and images (the engine's data root)."""
-    from pathlib import Path
-
-    from docker.errors import DockerException
-
-    from terminal_rl.run_context import RunContext
-    from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.runtime.docker_client import docker_client
-
-    sandbox = SandboxConfig.from_node(cfg.sandbox)
-    places = {"run.node_local_root": RunContext.from_config(cfg.run).node_local_dir}
-    try:
-        places["the container engine's data root"] = Path(docker_client(sandbox.docker_host).info()["DockerRootDir"])
-    except (DockerException, KeyError):
-        pass  # check_docker reports an engine that does not answer
-    floor = float(cfg.hardware.min_free_disk_gb)
-    problems = []
-    for name, path in places.items():
-        free_gb = free_disk_bytes(path) / 2**30
-        if free_gb < floor:
-            problems.append(
-                f"{name} ({path}) has {free_gb:.1f} GB free, below hardware.min_free_disk_gb="
-                f"{floor:g}; free space or point it elsewhere"
-            )
-    return problems
-
-
-def check_model_offline(cfg: DictConfig) -> list[str]:
-    """``model.path`` is a local folder or a Hub id in the run's shared Hub cache: every process of
-    the run reads weights offline (HF_HUB_OFFLINE=1, ``models/hub.py``). A model the run makes itself
-    (the tiny one, a warm start's SFT) is made before any worker needs it."""
-    from terminal_rl.models.hub import download_command, find_offline, missing_weights
-    from terminal_rl.run_context import RunContext
-
-    if "tokenizer" in cfg.model or cfg.get("warm_start"):
-        return []
-    run = RunContext.from_config(cfg.run)
-    if run.hub_cache is None:
-        return []
-    folder = find_offline(cfg.model.path, run.hub_cache)
-    if folder is None:
-        return [
-            f"model.path={cfg.model.path!r} is neither a local folder nor in the run's Hub cache ({run.hub_cache}), "
-            "and the run's processes never download (HF_HUB_OFFLINE=1): run "
-            f"`{download_command(cfg.model.path, run.hub_cache)}` "
-            "once where the Hub is reachable (a login node), or set model.path to a local folder"
-        ]
-    missing = missing_weights(folder)
-    if missing:
-        return [
-            f"model.path={cfg.model.path!r} at {folder} is incomplete (an interrupted download?): "
-            f"no {', '.join(missing)}; "
-            f"run `{download_command(cfg.model.path, run.hub_cache)}` again"
-        ]
-    return []
-
-
-def check_sandbox_mounts(cfg: DictConfig) -> list[str]:
-    """The container engine sees the files this job writes under ``run.node_local_root``: sandboxes
-    mount the lease folder and the toolchain from there. Under Slurm's job_container/tmpfs or a
-    PrivateTmp, the job's /tmp is not the engine's, and every sandbox would find no lease and exit (every
-    rollout masked). A probe container reads a file the job just wrote."""
-    import secrets
-
-    import requests
-    from docker.errors import DockerException
-
-    from terminal_rl.run_context import RunContext
-    from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.images.base_images import common_tag
-    from terminal_rl.sandbox.runtime.docker_client import docker_client
-    from terminal_rl.sandbox.runtime.sandbox import sandbox_ulimits
-
-    sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
-    try:
-        client = docker_client(sandbox.docker_host)
-        client.images.get(common_tag(sandbox.base_images))
-    except DockerException:
-        return []  # check_docker reports an engine that does not answer or a missing base image
-    folder, token = run.lease_dir, secrets.token_hex(8)
-    folder.mkdir(parents=True, exist_ok=True)
-    probe = folder / f"probe-{token}"
-    probe.write_text(token)
-    # The verdict is the probe's exit status (its logs can be empty after a fast exit).
-    command = ["sh", "-c", f'test "$(cat /probe/{probe.name})" = {token}']
-    container = None
-    try:
-        container = client.containers.create(
-            common_tag(sandbox.base_images),
-            command,
-            network_disabled=True,
-            volumes={str(folder): {"bind": "/probe", "mode": "ro"}},
-            ulimits=sandbox_ulimits(sandbox),
-        )  # podman needs them explicit
-        container.start()
-        status = container.wait(timeout=120)["StatusCode"]
-    except (DockerException, requests.exceptions.RequestException) as error:  # a wait that times out is requests'
-        status = f"{type(error).__name__}: {str(error)[:200]}"
-    finally:
-        probe.unlink(missing_ok=True)
-        if container is not None:
-            container.remove(force=True)
-    if status == 0:
-        return []
-    return [
-        f"the container engine does not see what this job writes under run.node_local_root ({folder}): a probe "
-        f"container did not read the file the job wrote there (exit {status}); the job's /tmp is likely private "
-        "(Slurm job_container/tmpfs, PrivateTmp): set run.node_local_root (or $TERMINAL_RL_NODE_LOCAL_ROOT) to a "
-        "node-local path the engine shares"
-    ]
-
-
-def check_egress_network(cfg: DictConfig) -> list[str]:
-    """Tasks that allow network need the egress bridge; creating it fails once Docker's address pools
-    are used up (about 31 networks with the default pools)."""
-    from docker.errors import DockerException
-
-    from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.runtime.docker_client import docker_client
-    from terminal_rl.sandbox.runtime.network import ensure_egress_network
-    from terminal_rl.tasks.task_set import load_task_set, task_set_config
-
-    if not any(task.limits.network for task in load_task_set(task_set_config(cfg.task_set)).tasks):
-        return []
-    sandbox = SandboxConfig.from_node(cfg.sandbox)
-    try:
-        ensure_egress_network(
-            docker_client(sandbox.docker_host), sandbox.container.egress_network, sandbox.container.egress_interface
-        )
-    except DockerException as error:
-        return [
-            f"could not create the egress network {sandbox.container.egress_network!r} for tasks that allow "
-            f"network: {error}; if the address pools are exhausted, remove unused networks or set "
-            "default-address-pools in /etc/docker/daemon.json (README, cluster prerequisites)"
-        ]
-    return []
-
-
 CONFIG_CHECKS: tuple[Check, ...] = (
     check_batches,
     check_parallelism,
@@ -668,45 +418,6 @@ CONFIG_CHECKS: tuple[Check, ...] = (
     check_attention,
     check_judge_credentials,
 )
-# What lives on the run's shared filesystem: checked where the run is submitted too, before an
-# allocation starts (and again on each node, which may mount it differently).
-SHARED_CHECKS: tuple[Check, ...] = (check_model_offline,)
-# What each node of the run needs: run here for launcher=local, on every node in the job otherwise.
-NODE_CHECKS: tuple[Check, ...] = (
-    check_docker,
-    check_disk,
-    check_checkpoint_disk,
-    check_model_offline,
-    check_sandbox_mounts,
-    check_egress_network,
-    check_flash_attention,
-    check_judge_reachable,
-)
-
-
-def run_preflight(
-    cfg: DictConfig,
-    verl_check: Callable[[DictConfig], list[str]] | None = None,
-    skip: tuple[str, ...] = (),
-    on_this_node: bool = True,
-) -> list[str]:
-    """All problems of the composed config; empty means go. Support is checked first: an unsupported
-    pair has no values to check the rest with. ``on_this_node=False`` leaves the node checks to the
-    nodes the run will use (a login node need not run Docker)."""
-    problems = check_support(cfg)
-    if problems:
-        return problems
-    for check in CONFIG_CHECKS + (NODE_CHECKS if on_this_node else SHARED_CHECKS):
-        if check.__name__ not in skip:
-            problems.extend(check(cfg))
-    if verl_check is not None and not problems:
-        problems.extend(verl_check(cfg))
-    return problems
-
-
-def node_problems(cfg: DictConfig) -> list[str]:
-    """The node checks alone, on the node that calls it."""
-    return [problem for check in NODE_CHECKS for problem in check(cfg)]
 
 
 def _hardware_name(cfg: DictConfig) -> str:
