@@ -7,7 +7,7 @@
 #  4. a two-node Slurm cluster on this machine (scripts/start_slurm.sh) for the launcher tests.
 # Usage: scripts/start_services.sh PYTHON [OVERRIDE...]
 # With overrides (make run: the main job's task set), only what one training run on this machine needs:
-# the Docker daemon, and the base images of that task set (`images bootstrap OVERRIDE...`).
+# the Docker daemon, and the base images of that task set (`sandbox command=bootstrap OVERRIDE...`).
 set -euo pipefail
 PYTHON=${1:?usage: start_services.sh PYTHON [OVERRIDE...]}
 shift
@@ -38,7 +38,7 @@ if ! docker_answers; then
   docker_answers || { tail -20 "$LOG_DIR/dockerd.log" >&2; echo "dockerd did not start" >&2; exit 1; }
 fi
 command -v debootstrap >/dev/null || apt_install debootstrap
-"$PYTHON" -m terminal_rl.sandbox images bootstrap "$@"
+"$PYTHON" -m terminal_rl.sandbox command=bootstrap "$@"
 [ $# -gt 0 ] && exit 0
 
 if ! answers "unix://$PODMAN_SOCKET"; then
@@ -49,5 +49,5 @@ if ! answers "unix://$PODMAN_SOCKET"; then
   for _ in $(seq 1 30); do answers "unix://$PODMAN_SOCKET" && break; sleep 1; done
   answers "unix://$PODMAN_SOCKET" || { tail -20 "$LOG_DIR/podman.log" >&2; echo "podman did not start" >&2; exit 1; }
 fi
-"$PYTHON" -m terminal_rl.sandbox images bootstrap sandbox=podman
+"$PYTHON" -m terminal_rl.sandbox command=bootstrap sandbox=podman
 "$(dirname "$0")/start_slurm.sh" >/dev/null

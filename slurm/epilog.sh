@@ -7,6 +7,6 @@
 # Install as (or call from) the node's Epilog= script; it uses the checkout it lives in (or
 # PROJECT_DIR) and the Docker endpoint in DOCKER_HOST, if set.
 PROJECT_DIR=${PROJECT_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-"$PROJECT_DIR/.venv/bin/python" -m terminal_rl.launch.epilog "$SLURM_JOB_ID" \
+"$PROJECT_DIR/.venv/bin/python" -m terminal_rl.launch.epilog "job_id=$SLURM_JOB_ID" \
   >/dev/null 2>&1 || true
 exit 0

@@ -1,5 +1,5 @@
 """The judge backend (model, endpoint, the *name* of the variable holding its key) and its run-scoped
-control file, through which `python -m terminal_rl.judge switch` changes it during a run.
+control file, through which `python -m terminal_rl.judge command=switch` changes it during a run.
 
 The control file is ``<run shared dir>/judge/backend.json``; it never holds a key, only the name of
 the environment variable to read the key from in the judge service's own process.

@@ -99,7 +99,7 @@ async def make_calibration_set(
 async def calibrate(
     service: JudgeService, task: Task, cases: list[Case], trajectories: dict[str, Trajectory], attempts: int
 ) -> dict:
-    """Judge every case ``attempts`` times; the result record `judge report` ranks."""
+    """Judge every case ``attempts`` times; the result record `judge command=report` ranks."""
     environment = describe_environment(task)
     config = service.config
     results = []

@@ -117,7 +117,7 @@ class JudgeService:
         self._cache: dict[str, dict] = self._load_cache()
 
     # The backend is re-read from the control file for every group (one stat and a small read), so
-    # a `judge switch` applies from the next group on, never inside one.
+    # a `judge command=switch` applies from the next group on, never inside one.
     @property
     def backend(self) -> JudgeBackend:
         return read_backend(self.control_dir, self.config.default_backend)

@@ -1,6 +1,6 @@
 """One node's part of a run started with plain ``sbatch`` (slurm/*.sbatch, ``python -m
-terminal_rl.launch``): the same bootstrap as ``launcher=slurm`` (Ray head on rank 0, workers join,
-trainer on the head, janitor on exit).
+terminal_rl.launch``, ``launch/__main__.py``): the same bootstrap as ``launcher=slurm`` (Ray head on
+rank 0, workers join, trainer on the head, janitor on exit).
 
 What submitit does for ``launcher=slurm`` is done here: the config is checked before anything
 starts (every node, the same pure checks as on a login node), and Slurm's warning signal
@@ -25,10 +25,14 @@ def run_id_for(job_name: str, overrides: list[str]) -> str:
     return f"{job_name}-{hashlib.sha256(chr(0).join(overrides).encode()).hexdigest()[:8]}"
 
 
-def overrides_with_run_id(argv: list[str], environ: dict[str, str]) -> list[str]:
-    if any(arg.startswith(("run.id=", "++run.id=")) for arg in argv) or environ.get("TERMINAL_RL_RUN_ID"):
-        return argv
-    return [*argv, f"run.id={run_id_for(environ.get('SLURM_JOB_NAME', 'terminal-rl'), argv)}"]
+def node_run_id(overrides: list[str], environ: dict[str, str]) -> str | None:
+    """The run id a plain-sbatch node gives its run (pure): None when the command sets one (``run.id=``
+    or ``$TERMINAL_RL_RUN_ID``), else the job name and a hash of the command's own overrides (the
+    ``launcher=slurm`` the sbatch scripts add left out)."""
+    if any(o.startswith(("run.id=", "++run.id=")) for o in overrides) or environ.get("TERMINAL_RL_RUN_ID"):
+        return None
+    own = [o for o in overrides if o != "launcher=slurm"]
+    return run_id_for(environ.get("SLURM_JOB_NAME", "terminal-rl"), own)
 
 
 def requeue_on_signal(body: SlurmRun, rank: int, job_id: str) -> None:

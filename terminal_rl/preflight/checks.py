@@ -305,9 +305,7 @@ def check_dataset(cfg: DictConfig) -> list[str]:
     except (TaskSourceError, ValueError) as error:
         return [f"task_set: {error}"]
     if not train and not val:
-        return [
-            f"task_set {cfg.task_set.path}: no valid task (run `python -m terminal_rl.tasks prepare` for the report)"
-        ]
+        return [f"task_set {cfg.task_set.path}: no valid task (run `python -m terminal_rl.tasks` for the report)"]
     # verl cannot build a loader over no rows: it would fail minutes later inside a Ray worker.
     empty = [split for split, tasks in (("training", train), ("validation", val)) if not tasks]
     if empty:

@@ -1,12 +1,12 @@
-"""Sandbox CLI.
+"""Sandbox CLI (Hydra app on ``conf/services.yaml``).
 
-    python -m terminal_rl.sandbox images bootstrap [task_set=...] [hydra overrides]
+    python -m terminal_rl.sandbox command=bootstrap [task_set=...] [overrides]
         provide every base image the task set's Dockerfiles build FROM (offline, by recipe), report
         the ones no recipe covers with their fix, then build the verifier's trusted toolchain
-    python -m terminal_rl.sandbox images build [--only ID ...] [--jobs N] [--report FILE] [--discard] [hydra overrides]
+    python -m terminal_rl.sandbox command=build [only=[ID,...]] [jobs=N] [report=FILE] [discard=true]
         build the task set's images and write a report of what failed and why; with
         sandbox.build.archive_dir set, save them there too (nodes then load instead of building)
-    python -m terminal_rl.sandbox janitor [--this-run] [--networks] [hydra overrides]
+    python -m terminal_rl.sandbox command=janitor [this_run=true] [networks=true]
         remove our containers whose owner process is gone or that outlived sandbox.janitor.ttl_sec
 
 Overrides compose ``conf/services.yaml``, e.g. ``sandbox.docker_host=unix:///run/podman/podman.sock``.
@@ -14,13 +14,14 @@ Overrides compose ``conf/services.yaml``, e.g. ``sandbox.docker_host=unix:///run
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+import hydra
+from omegaconf import DictConfig
 from rich.console import Console
 
-from terminal_rl.config import compose, project_path
+from terminal_rl.config import chosen_command, project_path
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.images.base_images import BaseImageError
@@ -37,45 +38,32 @@ from terminal_rl.tasks.task_set import load_valid_tasks, task_set_config
 console = Console()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m terminal_rl.sandbox", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    groups = parser.add_subparsers(dest="group", required=True)
-    images = groups.add_parser("images", help="task and base images").add_subparsers(dest="action", required=True)
-    images.add_parser("bootstrap", help="provide the task set's base images and the verifier's toolchain")
-    build = images.add_parser("build", help="build the task set's images and report failures")
-    build.add_argument("--only", nargs="*", default=[], help="task ids (default: all valid tasks)")
-    build.add_argument("--jobs", type=int, default=1, help="builds at once")
-    build.add_argument("--report", type=Path, help="JSON report path (default: <shared dir>/image_builds.json)")
-    build.add_argument("--discard", action="store_true", help="remove each image once built (measure, keep disk)")
-    janitor = groups.add_parser("janitor", help="remove orphaned sandbox containers")
-    janitor.add_argument("--this-run", action="store_true", help="only containers of run.id")
-    janitor.add_argument("--networks", action="store_true", help="also remove our networks nothing uses")
-    args, overrides = parser.parse_known_args(argv)
-    cfg = compose("services", overrides)
+COMMANDS = ("bootstrap", "build", "janitor")
+
+
+@hydra.main(config_path="../../conf", config_name="services", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    command = chosen_command(cfg, COMMANDS)
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     run = RunContext.from_config(cfg.run)
     client = docker_client(sandbox.docker_host)
-    if args.group == "janitor":
+    if command == "janitor":
         report = sweep(
             client,
             Owner.current(),
             sandbox.janitor.ttl_sec,
-            run_id=run.run_id if args.this_run else None,
-            networks=args.networks,
+            run_id=run.run_id if cfg.this_run else None,
+            networks=cfg.networks,
         )
         console.print(
             f"janitor: removed {len(report.removed_containers)} containers, "
             f"{len(report.removed_networks)} networks; kept {report.kept} with a live owner"
         )
-        return 0
-    if args.group == "images" and args.action == "build":
-        return build_images(args, cfg, sandbox, run)
-    return bootstrap(cfg, sandbox, run, client)
+        sys.exit(0)
+    sys.exit(build_images(cfg, sandbox, run) if command == "build" else bootstrap(cfg, sandbox, run, client))
 
 
-def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
+def bootstrap(cfg: DictConfig, sandbox: SandboxConfig, run: RunContext, client) -> int:
     references = task_set_images(load_valid_tasks(task_set_config(cfg.task_set)))
     try:
         with console.status("providing base images (debootstrap + recipes) and the verifier's toolchain"):
@@ -93,18 +81,18 @@ def bootstrap(cfg, sandbox: SandboxConfig, run: RunContext, client) -> int:
     return 0
 
 
-def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
-    tasks = [t for t in load_valid_tasks(task_set_config(cfg.task_set)) if not args.only or t.id in args.only]
-    report_path = args.report or run.image_report
+def build_images(cfg: DictConfig, sandbox: SandboxConfig, run: RunContext) -> int:
+    tasks = [t for t in load_valid_tasks(task_set_config(cfg.task_set)) if not cfg.only or t.id in cfg.only]
+    report_path = Path(cfg.report) if cfg.report else run.image_report
 
     def progress(outcome) -> None:
         status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
         console.print(f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s")
 
-    outcomes = build_on_this_engine(sandbox, run.image_lock_dir, tasks, report_path, args.jobs, progress, args.discard)
+    outcomes = build_on_this_engine(sandbox, run.image_lock_dir, tasks, report_path, cfg.jobs, progress, cfg.discard)
     failed = sum(not o.ok for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} task images built; report: {report_path}")
-    if sandbox.build.archive_dir and not args.discard:  # for nodes that load instead of building
+    if sandbox.build.archive_dir and not cfg.discard:  # for nodes that load instead of building
         archive = project_path(sandbox.build.archive_dir)
         saved = publish(
             docker_client(sandbox.docker_host), {o.task_id: o.image for o in outcomes if o.ok}, archive, run.run_id
@@ -114,4 +102,4 @@ def build_images(args, cfg, sandbox: SandboxConfig, run: RunContext) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

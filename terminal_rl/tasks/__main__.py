@@ -1,24 +1,25 @@
-"""Task CLI.
+"""Task CLI (Hydra app on ``conf/prepare.yaml``).
 
-    python -m terminal_rl.tasks prepare [hydra overrides]        load, validate, report, export
-    python -m terminal_rl.tasks show TASK_ID [hydra overrides]   print one task
-    python -m terminal_rl.tasks export-harbor OUT_DIR [overrides] write valid tasks as Harbor folders
+    python -m terminal_rl.tasks [overrides]                              load, validate, report, export
+    python -m terminal_rl.tasks command=show task_id=ID [overrides]      print one task
+    python -m terminal_rl.tasks command=export_harbor out_dir=DIR        write valid tasks as Harbor folders
 
-Overrides compose ``conf/prepare.yaml``, e.g. ``task_set.val_fraction=0.2 run.id=dev``. An entry
-point (the top floor, ``docs/architecture.md``): it may use the sandbox's base-image report.
+Overrides such as ``task_set.val_fraction=0.2 run.id=dev``. An entry point (the top floor,
+``docs/architecture.md``): it may use the sandbox's base-image report.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from pathlib import Path
 
+import hydra
+from omegaconf import DictConfig
 from rich.console import Console
 from rich.table import Table
 
-from terminal_rl.config import compose
+from terminal_rl.config import chosen_command
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.images.base_image_report import report_base_images
@@ -34,21 +35,19 @@ from terminal_rl.tasks.validation import validate_tasks
 console = Console()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m terminal_rl.tasks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("prepare", help="load, validate, report and export the task set")
-    show = commands.add_parser("show", help="print one task")
-    show.add_argument("task_id")
-    export = commands.add_parser("export-harbor", help="write the valid tasks as Harbor task folders")
-    export.add_argument("out_dir", type=Path)
-    args, overrides = parser.parse_known_args(argv)
-    cfg = compose("prepare", overrides)
+COMMANDS = ("prepare", "show", "export_harbor")
+
+
+@hydra.main(config_path="../../conf", config_name="prepare", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    sys.exit(run(cfg))
+
+
+def run(cfg: DictConfig) -> int:
+    command = chosen_command(cfg, COMMANDS)
     task_set = task_set_config(cfg.task_set)
     try:
-        if args.command == "prepare":
+        if command == "prepare":
             prepared = prepare_task_set(task_set, RunContext.from_config(cfg.run), cfg.agent.loop_name)
             print_summary(prepared)
             report_base_images(
@@ -59,12 +58,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 0
         report = validate_tasks(*_loaded(task_set))
-        if args.command == "show":
-            return show_task(args.task_id, report.valid, report.problems)
+        if command == "show":
+            return show_task(cfg.task_id, report.valid, report.problems)
+        if not cfg.out_dir:
+            raise SystemExit("command=export_harbor needs out_dir=DIR")
+        out_dir = Path(cfg.out_dir)
         for task in report.valid:
-            export_harbor(task, args.out_dir)
+            export_harbor(task, out_dir)
         console.print(
-            f"wrote {len(report.valid)} Harbor task folders to {args.out_dir} ({len(report.rejected_ids)} rejected)"
+            f"wrote {len(report.valid)} Harbor task folders to {out_dir} ({len(report.rejected_ids)} rejected)"
         )
         return 0
     except TaskSourceError as error:
@@ -144,4 +146,4 @@ def show_task(task_id: str, tasks: list[Task], problems) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -51,14 +51,14 @@ class TaskStore:
         if not path.is_file():
             raise FileNotFoundError(
                 f"task {ref.task_id!r} (hash {ref.content_hash[:12]}) is not in the task store {self.root}; "
-                "run `python -m terminal_rl.tasks prepare` for this run"
+                "run `python -m terminal_rl.tasks` for this run"
             )
         task = task_from_json(path.read_text(encoding="utf-8"))
         if task.id != ref.task_id or task.content_hash != ref.content_hash:
             raise TaskHashMismatch(
                 f"task store record {path} holds {task.id!r} with hash {task.content_hash[:12]}, but the dataset "
                 f"row expects {ref.task_id!r} with hash {ref.content_hash[:12]}; the store was modified after "
-                "prepare: re-run `python -m terminal_rl.tasks prepare`"
+                "prepare: re-run `python -m terminal_rl.tasks`"
             )
         return task
 

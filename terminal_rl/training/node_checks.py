@@ -35,7 +35,7 @@ _SPLITS: dict[str, tuple] = {}
 def check_docker(job: TrainJob) -> list[str]:
     """The engine answers, and every base image of the task set a recipe provides is here, with the
     common image the toolchain builds from. (A base image no recipe covers is not a problem here: its
-    tasks' images fail to build and leave the run; ``tasks prepare`` reports the fix.)"""
+    tasks' images fail to build and leave the run; ``python -m terminal_rl.tasks`` reports the fix.)"""
     from docker.errors import DockerException, ImageNotFound
 
     from terminal_rl.sandbox.images.base_images import common_tag, plan
@@ -63,7 +63,7 @@ def check_docker(job: TrainJob) -> list[str]:
         ]
     if missing:
         return [
-            f"base images missing: {missing}; run `python -m terminal_rl.sandbox images bootstrap` with this "
+            f"base images missing: {missing}; run `python -m terminal_rl.sandbox command=bootstrap` with this "
             "run's task_set (and sandbox) overrides"
         ]
     return []

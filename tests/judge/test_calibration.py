@@ -1,4 +1,4 @@
-"""`judge calibrate` and `judge report` end to end against local test servers, on the recorded
+"""`judge command=calibrate` and `judge command=report` end to end against local test servers, on the recorded
 calibration set (scripted episodes in real containers)."""
 
 import json
@@ -62,13 +62,25 @@ def test_calibrate_and_report(tmp_path):
     calibration_dir = f"judge.calibration_dir={tmp_path}"
     with FakeLLMServer(keyword_judge) as strict, FakeLLMServer(lambda body: verdict()) as lenient:
         first = judge_cli(
-            "calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2", calibration_dir
+            "command=calibrate",
+            "backend.model=openai/strict",
+            f"backend.base_url={strict.base_url}",
+            "attempts=2",
+            calibration_dir,
         )
         second = judge_cli(
-            "calibrate", "--model", "openai/lenient", "--base-url", lenient.base_url, "--attempts", "2", calibration_dir
+            "command=calibrate",
+            "backend.model=openai/lenient",
+            f"backend.base_url={lenient.base_url}",
+            "attempts=2",
+            calibration_dir,
         )
         judge_cli(
-            "calibrate", "--model", "openai/strict", "--base-url", strict.base_url, "--attempts", "2", calibration_dir
+            "command=calibrate",
+            "backend.model=openai/strict",
+            f"backend.base_url={strict.base_url}",
+            "attempts=2",
+            calibration_dir,
         )
         calls = len(strict.requests)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -82,7 +94,7 @@ def test_calibrate_and_report(tmp_path):
     assert lenient_result["passed"] < strict_result["passed"], "a judge that gives 1.0 to everything fails the set"
     assert "cases in range" in first.stdout and "perfect_agent" in first.stdout
 
-    report = judge_cli("report", calibration_dir)
+    report = judge_cli("command=report", calibration_dir)
     assert report.returncode == 0, report.stderr[-2000:]
     ranked = [line for line in report.stdout.splitlines() if "openai/" in line]
     assert "openai/strict" in ranked[0] and "openai/lenient" in ranked[1]
@@ -92,12 +104,16 @@ def test_calibrate_and_report(tmp_path):
 
 def test_switch_and_show(tmp_path):
     run = ["run.id=switchrun", f"run.output_root={tmp_path}"]
-    before = judge_cli("show", *run)
+    before = judge_cli("command=show", *run)
     assert "judge backend anthropic/claude-sonnet-4-20250514" in before.stdout
     switched = judge_cli(
-        "switch", "openai/qwen3-32b", "--base-url", "http://127.0.0.1:9/v1", "--key-env", "MY_KEY", *run
+        "command=switch",
+        "backend.model=openai/qwen3-32b",
+        "backend.base_url=http://127.0.0.1:9/v1",
+        "backend.key_env=MY_KEY",
+        *run,
     )
     assert switched.returncode == 0, switched.stderr
     control = json.loads((tmp_path / "switchrun" / "judge" / "backend.json").read_text())
     assert control["model"] == "openai/qwen3-32b" and control["api_key_env"] == "MY_KEY"
-    assert "MY_KEY" in judge_cli("show", *run).stdout
+    assert "MY_KEY" in judge_cli("command=show", *run).stdout

@@ -85,7 +85,7 @@ def test_a_group_is_judged_by_one_backend_even_across_a_switch(judge_config, tmp
     with FakeLLMServer([verdict()] * 2) as first, FakeLLMServer([verdict()] * 2) as second:
         judge = service(judge_config, first, tmp_path)
 
-        def switching(control_dir, default):  # a `judge switch` lands right after the group read its backend
+        def switching(control_dir, default):  # a `judge command=switch` lands right after the group read its backend
             backend = read_backend(control_dir, default)
             write_backend(tmp_path, JudgeBackend("openai/judge-b", second.base_url, "JUDGE_B_KEY"))
             return backend

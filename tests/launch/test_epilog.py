@@ -48,7 +48,7 @@ def test_job_processes_reads_the_marker_from_each_environment(tmp_path):
 
 def test_epilog_needs_a_job_id():
     result = epilog()
-    assert result.returncode == 2 and "SLURM_JOB_ID" in result.stderr
+    assert result.returncode == 1 and "SLURM_JOB_ID" in result.stderr
 
 
 @pytest.mark.docker
@@ -72,7 +72,7 @@ def test_epilog_ends_the_jobs_processes_and_removes_its_containers(sandbox_confi
     }
     try:
         assert all(p.stdout.readline().strip() == "up" for p in processes.values())
-        result = epilog("4242", "--grace-sec=1", f"sandbox.docker_host={sandbox_config.docker_host}")
+        result = epilog("job_id=4242", "grace_sec=1", f"sandbox.docker_host={sandbox_config.docker_host}")
         assert result.returncode == 0, result.stderr
         assert "ended 1 leftover processes (1 needed SIGKILL), removed 1 sandbox containers" in result.stdout
         assert processes["4242"].wait(timeout=10) == -9

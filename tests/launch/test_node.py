@@ -16,25 +16,29 @@ from terminal_rl.launch import node
 
 
 def test_the_same_command_is_the_same_run_and_an_explicit_id_wins():
-    argv = ["hardware=h100_4x8", "model=qwen3_32b"]
-    first = node.overrides_with_run_id(argv, {"SLURM_JOB_NAME": "anneal"})
-    again = node.overrides_with_run_id(argv, {"SLURM_JOB_NAME": "anneal", "SLURM_JOB_ID": "999"})
-    assert first == again and first[-1].startswith("run.id=anneal-"), "a resubmission finds its run again"
-    assert node.overrides_with_run_id([*argv, "seed=2"], {"SLURM_JOB_NAME": "anneal"})[-1] != first[-1]
-    assert node.overrides_with_run_id([*argv, "run.id=mine"], {}) == [*argv, "run.id=mine"]
-    assert node.overrides_with_run_id(argv, {"TERMINAL_RL_RUN_ID": "env-id"}) == argv
+    argv = ["launcher=slurm", "hardware=h100_4x8", "model=qwen3_32b"]
+    first = node.node_run_id(argv, {"SLURM_JOB_NAME": "anneal"})
+    again = node.node_run_id(argv, {"SLURM_JOB_NAME": "anneal", "SLURM_JOB_ID": "999"})
+    assert first == again and first.startswith("anneal-"), "a resubmission finds its run again"
+    assert first == node.run_id_for("anneal", argv[1:]), "the sbatch scripts' launcher=slurm is not the command's"
+    assert node.node_run_id([*argv, "seed=2"], {"SLURM_JOB_NAME": "anneal"}) != first
+    assert node.node_run_id([*argv, "run.id=mine"], {}) is None
+    assert node.node_run_id(argv, {"TERMINAL_RL_RUN_ID": "env-id"}) is None
 
 
 def test_a_bad_config_stops_every_node_before_anything_starts(capsys, monkeypatch):
     monkeypatch.setenv("SLURM_JOB_NAME", "bad")
     warning = submitit.JobEnvironment._usr_sig()
     previous = signal.getsignal(warning)
+    overrides = ["launcher=slurm", "hardware=cpu", "model=tiny", "actor_rollout_ref.actor.ppo_mini_batch_size=5"]
     try:
-        assert entry.main(["hardware=cpu", "model=tiny", "actor_rollout_ref.actor.ppo_mini_batch_size=5"]) == 1
+        assert entry.run_node(compose("train", overrides), overrides, {"SLURM_JOB_NAME": "bad"}) == 1
         assert signal.getsignal(warning) == signal.SIG_IGN, "the warning cannot end a node still starting"
     finally:
         signal.signal(warning, previous)
     assert "preflight: actor.ppo_mini_batch_size (5) must divide data.train_batch_size" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="add launcher=slurm"):
+        entry.run_node(compose("train", ["hardware=cpu", "model=tiny"]), [], {})
 
 
 class _Body:

@@ -1,6 +1,6 @@
 """Which base images a task set builds FROM and, for each missing one, how it gets here: a recipe
-(``python -m terminal_rl.sandbox images bootstrap`` provides it) or the fix to apply. Printed, and
-added to a task set's prepare report (``tasks prepare``)."""
+(``python -m terminal_rl.sandbox command=bootstrap`` provides it) or the fix to apply. Printed, and
+added to a task set's prepare report (``python -m terminal_rl.tasks``)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def report_base_images(sandbox: SandboxConfig, references: list[str], report_fil
         return
     console.print(
         f"base images: {len(references)} named, {len(needs.provide)} missing with a recipe "
-        f"(`python -m terminal_rl.sandbox images bootstrap` provides them), {len(needs.unmatched)} with none"
+        f"(`python -m terminal_rl.sandbox command=bootstrap` provides them), {len(needs.unmatched)} with none"
     )
     for fix in needs.unmatched.values():
         console.print(f"[yellow]missing:[/yellow] {fix}")

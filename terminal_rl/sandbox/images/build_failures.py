@@ -1,7 +1,7 @@
 """Why a task image did not build, read from its build log, and whether trying again can help (pure).
 
 The causes, so a report over hundreds of tasks reads at a glance and says what to fix: a Dockerfile
-error, a missing base image (no recipe covers it: ``tasks prepare`` prints the fix), a base image
+error, a missing base image (no recipe covers it: ``python -m terminal_rl.tasks`` prints the fix), a base image
 that differs from the real one where the Dockerfile relies on it, a package the base image's
 distribution does not have, a step's own command that failed otherwise (these five fail the same way
 every time), the network (a download from a site this machine cannot reach), a timeout, or other (an

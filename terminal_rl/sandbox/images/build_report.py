@@ -1,6 +1,6 @@
 """Build every task image of a task set and report which build and why the others do not.
 
-    python -m terminal_rl.sandbox images build [--only ID ...] [--report FILE] [overrides]
+    python -m terminal_rl.sandbox command=build [only=[ID,...]] [report=FILE] [overrides]
 
 Each failure carries its cause, read from the build log (``build_failures.py``); a new attempt of the
 run builds again the tasks whose cause may pass on another try.

@@ -177,8 +177,8 @@ class TaskImages:
             raise ImageBuildError(
                 task.id,
                 f"base image {', '.join(absent)} is not present locally (builds never "
-                "pull; `python -m terminal_rl.sandbox images bootstrap` provides the "
-                "ones a recipe covers, `tasks prepare` names the fix for the others)",
+                "pull; `python -m terminal_rl.sandbox command=bootstrap` provides the "
+                "ones a recipe covers, `python -m terminal_rl.tasks` names the fix for the others)",
                 "",
             )
         existing = self._known.get(inputs.build_hash)

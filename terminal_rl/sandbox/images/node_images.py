@@ -1,6 +1,6 @@
 """What a node's container engine needs before any sandbox starts there: the offline base images a
 task set builds FROM (``base_images.py``) and the verifier's toolchain (``toolchain.py``). Both are
-per engine, so every node of a cluster provides its own: ``images bootstrap`` on one machine, and
+per engine, so every node of a cluster provides its own: ``sandbox command=bootstrap`` on one machine, and
 each Slurm node while it is prepared (``launch/node_prep.py``). Already present, it takes seconds."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ TTL, and (on request) our networks that nothing uses any more.
 It only ever touches objects carrying our ``terminal_rl.managed`` label — never a host-wide prune,
 which would delete other users' containers. Owners on other hosts cannot be checked from here, so
 only the TTL applies to them. It runs at start-up, periodically inside a running process, as
-``python -m terminal_rl.sandbox janitor``, and for one Slurm job's containers at the job's end and in
+``python -m terminal_rl.sandbox command=janitor``, and for one Slurm job's containers at the job's end and in
 the Slurm epilog (``terminal_rl/launch/epilog.py``).
 """
 

@@ -78,7 +78,7 @@ def ensure_toolchain(client: docker.DockerClient, base_image: str, root: Path, u
     except ImageNotFound as error:
         raise ToolchainError(
             f"the toolchain builds from {base_image}, which is not here: run "
-            "`python -m terminal_rl.sandbox images bootstrap` first"
+            "`python -m terminal_rl.sandbox command=bootstrap` first"
         ) from error
     directory = root / digest
     root.mkdir(parents=True, exist_ok=True)

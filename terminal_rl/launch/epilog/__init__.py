@@ -8,18 +8,16 @@ outside the job's cgroup with any proctrack plugin. Our job bodies mark their pr
 ``TERMINAL_RL_SLURM_JOB=N`` and every sandbox carries the job's id as a label, so the epilog touches
 only what this job started.
 
-    python -m terminal_rl.launch.epilog [JOB_ID] [hydra overrides of conf/services.yaml]
+    python -m terminal_rl.launch.epilog [job_id=N] [overrides]   (conf/epilog.yaml)
 
 ``slurm/epilog.sh`` calls it with Slurm's ``SLURM_JOB_ID``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -63,39 +61,3 @@ def _send(pids: list[int], signum: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from terminal_rl.config import compose
-    from terminal_rl.sandbox.config import SandboxConfig
-    from terminal_rl.sandbox.lifecycle.janitor import sweep_until_settled
-    from terminal_rl.sandbox.runtime.docker_client import docker_client
-
-    parser = argparse.ArgumentParser(
-        prog="python -m terminal_rl.launch.epilog",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "job_id",
-        nargs="?",
-        default=os.environ.get("SLURM_JOB_ID"),
-        help="the ended job (default: SLURM_JOB_ID, as Slurm sets it for the epilog)",
-    )
-    parser.add_argument("--grace-sec", type=float, default=10.0, help="between SIGTERM and SIGKILL")
-    args, overrides = parser.parse_known_args(argv)
-    if not args.job_id or not args.job_id.isdigit():
-        parser.error(f"needs the ended job's numeric id (argument or SLURM_JOB_ID), got {args.job_id!r}")
-    survivors = job_processes(args.job_id)
-    killed = end_processes(survivors, args.grace_sec)
-    client = docker_client(SandboxConfig.from_node(compose("services", overrides).sandbox).docker_host)
-    removed = sweep_until_settled(client, slurm_job=args.job_id)
-    print(
-        f"epilog for job {args.job_id}: ended {len(survivors)} leftover processes ({len(killed)} needed "
-        f"SIGKILL), removed {removed} sandbox containers"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
