@@ -89,8 +89,8 @@ def to_dataclass(node: DictConfig | dict[str, Any], cls: type[T]) -> T:
         raise ValueError(f"{cls.__name__}: {error}") from error
 
 
-def chosen_command(cfg: DictConfig, commands: tuple[str, ...]) -> str:
+def chosen_command(command: str, commands: tuple[str, ...]) -> str:
     """A Hydra app's subcommand (its ``command=`` key), or exit naming the choices."""
-    if cfg.command not in commands:
-        raise SystemExit(f"command={cfg.command!r} is not one of: {', '.join(commands)}")
-    return cfg.command
+    if command not in commands:
+        raise SystemExit(f"command={command!r} is not one of: {', '.join(commands)}")
+    return command

@@ -11,6 +11,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from terminal_rl.config import chosen_command
+
 COMMANDS = ("build", "convert")
 
 
@@ -107,9 +109,7 @@ def main(cfg: DictConfig) -> None:
     from terminal_rl.datasets.build import build
     from terminal_rl.datasets.writer import upload
 
-    if cfg.command not in COMMANDS:
-        sys.exit(f"command={cfg.command!r} is not one of: {', '.join(COMMANDS)}")
-    if cfg.command == "convert":
+    if chosen_command(cfg.command, COMMANDS) == "convert":
         convert(cfg)
         return
     settings = settings_from(cfg)

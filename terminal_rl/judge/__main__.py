@@ -51,7 +51,7 @@ def main(cfg: DictConfig) -> None:
 
 
 def run(cfg: DictConfig) -> int:
-    command = chosen_command(cfg, COMMANDS)
+    command = chosen_command(cfg.command, COMMANDS)
     config = to_dataclass(cfg.judge, JudgeConfig)
     control_dir = RunContext.from_config(cfg.run).judge_control_dir
     if command in ("switch", "calibrate") and not cfg.backend.model:

@@ -43,7 +43,7 @@ COMMANDS = ("bootstrap", "build", "janitor")
 
 @hydra.main(config_path="../../conf", config_name="services", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    command = chosen_command(cfg, COMMANDS)
+    command = chosen_command(cfg.command, COMMANDS)
     sandbox = SandboxConfig.from_node(cfg.sandbox)
     run = RunContext.from_config(cfg.run)
     client = docker_client(sandbox.docker_host)

@@ -44,7 +44,7 @@ def main(cfg: DictConfig) -> None:
 
 
 def run(cfg: DictConfig) -> int:
-    command = chosen_command(cfg, COMMANDS)
+    command = chosen_command(cfg.command, COMMANDS)
     task_set = task_set_config(cfg.task_set)
     try:
         if command == "prepare":

@@ -115,6 +115,7 @@ def missing_session(like: Trajectory, index: int, timeout_sec: float) -> Traject
         like.policy,
         termination=Termination.SANDBOX_ERROR.value,
         termination_detail=f"session {index} did not finish within the group timeout of {timeout_sec:.0f}s",
+        # The group's context (training/rollout_context.py), with this session's index.
         metadata={**like.metadata, "session": index},
     )
 

@@ -19,6 +19,7 @@ from terminal_rl.agent.metrics import behaviour_metrics
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.filtering.variance import group_variances
 from terminal_rl.training.group_scoring import GroupScores
+from terminal_rl.training.rollout_context import RolloutContext
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class RolloutInfo:
             fixture_flagged="forged" in scores.components[position]["tests"].details,
             judge_fallback=scores.judge_fallback,
             judge_skipped=scores.judge_skipped,
-            stage=int(trajectory.metadata.get("stage", 0)),
+            stage=RolloutContext.of(trajectory).stage,
             termination=trajectory.termination,
             loss_masked=loss_masked,
             behaviour={

@@ -6,8 +6,10 @@ import pytest
 from terminal_rl.agent.trajectory import Termination, Trajectory
 from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.rewards.components import ComponentScore
+from terminal_rl.rewards.mix import RewardMix
 from terminal_rl.training.group_scoring import GroupScores
 from terminal_rl.training.metrics import METRICS, RolloutInfo, is_ours_or_verls, metric_table, step_metrics
+from terminal_rl.training.rollout_context import RolloutContext
 
 
 def scores(filtered: bool) -> GroupScores:
@@ -28,7 +30,7 @@ def scores(filtered: bool) -> GroupScores:
 def trajectory(score: float, termination: Termination) -> Trajectory:
     t = Trajectory("t1", "hash", "xml_yaml_v1", "terminal_agent")
     t.verification, t.termination = {"score": score}, termination.value
-    t.metadata["stage"] = 2
+    RolloutContext("t1", "uid", 0, "train", 3, 2, RewardMix({"tests": 1.0})).stamp(t)
     return t
 
 

@@ -58,6 +58,7 @@ from terminal_rl.tasks.store import TaskRef, TaskStore
 from terminal_rl.tasks.task_set import task_set_config
 from terminal_rl.training.group_scoring import GroupBarrier, GroupScores, score_rollout_group
 from terminal_rl.training.metrics import RolloutInfo
+from terminal_rl.training.rollout_context import RolloutContext
 from terminal_rl.training.step_ledger import GroupRecord
 
 log = logging.getLogger(__name__)
@@ -116,26 +117,26 @@ class _WorkerState:
             return None
 
     async def _score(self, trajectories: list[Trajectory]) -> GroupScores:
-        meta = trajectories[0].metadata
+        context = RolloutContext.of(trajectories[0])
         judge = judge_group_via_actor(self.judge, self.run.run_id)
         scores = await score_rollout_group(
             trajectories,
-            meta["reward_mix"],
+            context.reward_mix,
             self.agent.limits.max_turns,
             judge,
             self.judge.only_unseparated_groups,
             self.fixture_guard,
         )
-        if meta["split"] != "train":
+        if context.split != "train":
             return scores
-        step, tests = meta["global_steps"], scores.test_scores
+        step, tests = context.global_steps, scores.test_scores
         self.ledger = self.ledger or ledger(self.run.run_id)
         if self.online_variance:
             if not scores.masked and lacks_signal(scores.rewards, tests, scores.weights.get("judge", 0.0)):
                 scores.filtered = await self.ledger.claim_refill.remote(step)
             scores.filter_signal = filter_signal(len(trajectories), scores.filtered)
         await self.ledger.record.remote(
-            step, GroupRecord(meta["task_id"], meta["stage"], tests, scores.masked, scores.filtered)
+            step, GroupRecord(context.task_id, context.stage, tests, scores.masked, scores.filtered)
         )
         return scores
 
@@ -174,13 +175,13 @@ class TerminalAgentLoop(AgentLoopBase):
         session = TokenSession(state.chat, state.agent.history, self._generator(sampling_params), self.limits)
         trajectory = Trajectory(extra_info["task_id"], extra_info["content_hash"], state.protocol.prompt_id, LOOP_NAME)
         grace = state.sandbox.container.grace_sec
-        deadline, context = episode_deadline_sec(state.default_limits, grace), {}
+        deadline, judged = episode_deadline_sec(state.default_limits, grace), {}
         try:
             await state.start()
             task = TaskStore(Path(extra_info["task_store"])).get(
                 TaskRef(extra_info["task_id"], extra_info["content_hash"])
             )
-            deadline, context = episode_deadline_sec(task.limits, grace), judge_context(task)
+            deadline, judged = episode_deadline_sec(task.limits, grace), judge_context(task)
             trajectory = await run_episode(
                 task,
                 state.factory,
@@ -197,16 +198,16 @@ class TerminalAgentLoop(AgentLoopBase):
             log.warning("session %s/%d of %s could not run", uid, index, extra_info["task_id"], exc_info=True)
             trajectory.termination = Termination.SANDBOX_ERROR.value
             trajectory.termination_detail = f"{type(error).__name__}: {error}"
-        trajectory.metadata.update(
-            reward_mix=reward_mix_for(state.schedule, state.reward_mix, extra_info["difficulty"], stage, validating),
-            stage=stage,
-            global_steps=kwargs.get("global_steps", 0),
-            split="val" if validating else "train",
+        RolloutContext(
+            task_id=extra_info["task_id"],
             uid=uid,
             session=index,
-            task_id=extra_info["task_id"],
-            **context,
-        )
+            split="val" if validating else "train",
+            global_steps=int(kwargs.get("global_steps", 0)),
+            stage=stage,
+            reward_mix=reward_mix_for(state.schedule, state.reward_mix, extra_info["difficulty"], stage, validating),
+            **judged,
+        ).stamp(trajectory)
         scores, position = await state.barrier.submit(uid, group_size, index, trajectory, deadline + grace)
         samples = self._samples(session, trajectory)
         self._record(trajectory, scores, position, samples)
@@ -319,7 +320,8 @@ class TerminalAgentLoop(AgentLoopBase):
         trajectory.metadata["samples"] = [_logged_sample(s, self.state.agent.history) for s in samples]
         folder = self.state.run.log_dir / "rollouts"
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"{trajectory.metadata['split']}_step{trajectory.metadata['global_steps']:06d}.{os.getpid()}.jsonl"
+        context = RolloutContext.of(trajectory)
+        name = f"{context.split}_step{context.global_steps:06d}.{os.getpid()}.jsonl"
         with (folder / name).open("a", encoding="utf-8") as out:
             out.write(trajectory.to_json() + "\n")
 

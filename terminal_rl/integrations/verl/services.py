@@ -14,6 +14,7 @@ from terminal_rl.judge.service import JudgeConfig, JudgeRequest
 from terminal_rl.rewards.mix import RewardMix
 from terminal_rl.tasks.model import Task
 from terminal_rl.training.group_scoring import JudgeGroup
+from terminal_rl.training.rollout_context import RolloutContext
 from terminal_rl.training.step_ledger import StepLedger
 
 
@@ -35,8 +36,8 @@ def judge_group_via_actor(judge_config: JudgeConfig, run_id: str) -> JudgeGroup:
     async def judge(trajectories: list[Trajectory]) -> list[dict]:
         requests = [
             JudgeRequest(
-                t.metadata["task_prompt"],
-                t.metadata["environment"],
+                RolloutContext.of(t).task_prompt,
+                RolloutContext.of(t).environment,
                 render_trajectory(t, judge_config.max_model_chars, judge_config.max_observation_chars),
             )
             for t in trajectories
@@ -47,7 +48,8 @@ def judge_group_via_actor(judge_config: JudgeConfig, run_id: str) -> JudgeGroup:
 
 
 def judge_context(task: Task) -> dict[str, str]:
-    """What the judge needs to know of the task, stamped on the trajectory before the barrier."""
+    """What the judge needs to know of the task (``RolloutContext`` fields), stamped on the trajectory
+    before the barrier."""
     return {"task_prompt": task.prompt, "environment": describe_environment(task)}
 
 
