@@ -29,8 +29,7 @@ from terminal_rl.tasks.loaders import TaskSourceError
 from terminal_rl.tasks.model import Difficulty, Task
 from terminal_rl.tasks.prepare import PreparedTaskSet, prepare_task_set
 from terminal_rl.tasks.pytest_source import effective_weights
-from terminal_rl.tasks.task_set import load_task_set, task_set_config
-from terminal_rl.tasks.validation import validate_tasks
+from terminal_rl.tasks.task_set import task_set_config, validated_task_set
 
 console = Console()
 
@@ -57,7 +56,7 @@ def run(cfg: DictConfig) -> int:
                 console,
             )
             return 0
-        report = validate_tasks(*_loaded(task_set))
+        report = validated_task_set(task_set)
         if command == "show":
             return show_task(cfg.task_id, report.valid, report.problems)
         if not cfg.out_dir:
@@ -72,11 +71,6 @@ def run(cfg: DictConfig) -> int:
     except TaskSourceError as error:
         console.print(f"[red]error:[/red] {error}")
         return 2
-
-
-def _loaded(task_set):
-    loaded = load_task_set(task_set)
-    return loaded.tasks, loaded.problems
 
 
 def print_summary(prepared: PreparedTaskSet) -> None:

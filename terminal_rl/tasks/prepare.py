@@ -16,8 +16,8 @@ from terminal_rl.run_context import RunContext
 from terminal_rl.tasks.model import Difficulty, Task
 from terminal_rl.tasks.splits import split_by_difficulty
 from terminal_rl.tasks.store import TaskStore
-from terminal_rl.tasks.task_set import TaskSetConfig, load_task_set, validation_source
-from terminal_rl.tasks.validation import Problem, validate_tasks
+from terminal_rl.tasks.task_set import TaskSetConfig, validated_task_set, validation_source
+from terminal_rl.tasks.validation import Problem
 from terminal_rl.tasks.verl_rows import task_row, write_rows
 
 
@@ -42,14 +42,12 @@ def train_and_val(task_set: TaskSetConfig) -> tuple[list[Task], list[Task], list
     """The valid tasks of each split and every rejected task's problem. Validation is
     ``task_set.val_fraction`` of the source, or all of ``task_set.validation``'s (then every valid task
     of the source trains)."""
-    loaded = load_task_set(task_set)
-    report = validate_tasks(loaded.tasks, loaded.problems)
+    report = validated_task_set(task_set)
     held_out = validation_source(task_set)
     if held_out is None:
         train, val = split_by_difficulty(report.valid, task_set.val_fraction, task_set.split_seed)
         return train, val, report.problems
-    other = load_task_set(held_out)
-    val_report = validate_tasks(other.tasks, other.problems)
+    val_report = validated_task_set(held_out)
     train, val = sorted(report.valid, key=lambda t: t.id), sorted(val_report.valid, key=lambda t: t.id)
     if {t.id for t in train} & {t.id for t in val}:
         raise ValueError("task_set.validation shares task ids with the training source")

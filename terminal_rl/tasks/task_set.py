@@ -78,12 +78,18 @@ def validation_source(config: TaskSetConfig) -> TaskSetConfig | None:
     return replace(config, **changed, validation={})
 
 
-def load_valid_tasks(config: TaskSetConfig) -> list:
-    """The configured source's tasks that pass validation (``tasks/validation.py``)."""
+def validated_task_set(config: TaskSetConfig):
+    """The configured source loaded and validated (``tasks/validation.py``): its ``ValidationReport``
+    (valid tasks, and a problem for each rejected one, the loader's included)."""
     from terminal_rl.tasks.validation import validate_tasks
 
     loaded = load_task_set(config)
-    return validate_tasks(loaded.tasks, loaded.problems).valid
+    return validate_tasks(loaded.tasks, loaded.problems)
+
+
+def load_valid_tasks(config: TaskSetConfig) -> list:
+    """The configured source's tasks that pass validation."""
+    return validated_task_set(config).valid
 
 
 def load_task_set(config: TaskSetConfig) -> LoadResult:
