@@ -12,6 +12,7 @@ turns them into the step's means (``step_metrics``). ``docs/metrics.md`` is ``me
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -204,18 +205,11 @@ def step_metrics(infos: list[dict[str, float]]) -> dict[str, float]:
 
 
 def is_ours_or_verls(name: str) -> bool:
-    """Whether a logged metric name is one of ``METRICS`` or verl's."""
-    if name.startswith(VERL_PREFIXES):
-        return True
-    for metric in METRICS:
-        if "<" not in metric.name:
-            if name == metric.name:
-                return True
-            continue
-        head, tail = metric.name[: metric.name.index("<")], metric.name[metric.name.index(">") + 1 :]
-        if name.startswith(head) and name.endswith(tail) and len(name) > len(head) + len(tail):
-            return True
-    return False
+    """Whether a logged metric name is one of ``METRICS`` (a ``<placeholder>`` stands for any text) or
+    verl's."""
+    return name.startswith(VERL_PREFIXES) or any(
+        re.fullmatch(".+".join(map(re.escape, re.split(r"<\w+>", metric.name))), name) for metric in METRICS
+    )
 
 
 def metric_table() -> str:

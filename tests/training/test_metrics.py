@@ -1,6 +1,8 @@
 """The metric names of training/metrics.py: each per-trajectory key the agent loop hands verl has one
 step metric, the names the trainer logs come from the table, and docs/metrics.md is that table."""
 
+import re
+
 import pytest
 
 from terminal_rl.agent.trajectory import Termination, Trajectory
@@ -69,3 +71,16 @@ def test_every_name_is_listed_once_and_the_doc_is_the_table():
     assert (PROJECT_ROOT / "docs" / "metrics.md").read_text() == metric_table(), (
         "python -m terminal_rl.training.metrics > docs/metrics.md"
     )
+
+
+def test_every_metric_the_docs_name_is_one_a_run_logs():
+    """Metric names in the README and docs/ (in backticks) are ``METRICS``' or verl's."""
+    pattern = re.compile(r"`((?:reward|rollout|behaviour|curriculum|judge|advantage|training|ray)/[\w<>*/]+)`")
+    named = {
+        name
+        for path in [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
+        for name in pattern.findall(path.read_text(encoding="utf-8"))
+    }
+    assert "reward/judge_fallback_fraction" in named, "the docs name the run's metrics"
+    unknown = [n for n in named if not is_ours_or_verls(re.sub(r"<\w+>|\*", "x", n))]
+    assert unknown == []
