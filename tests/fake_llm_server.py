@@ -6,7 +6,7 @@ function, gets ``replies(request_body)``. A reply may be a ``Fault``: an HTTP er
 delay longer than the client's timeout.
 
 ``/v1/completions`` speaks vLLM 0.24's schema, read from its wheel, through the same
-``completion_response`` as our CPU server (``terminal_rl/models/serve.py``, where the vLLM lines are
+``completion_response`` as our CPU server (``terminal_rl/models/serve/``, where the vLLM lines are
 cited); errors are ``ErrorResponse`` ``{"error": {message, type, param, code}}`` with the HTTP status
 ``code`` (``engine/protocol.py`` l. 60-68).
 """

@@ -2,7 +2,7 @@
 evaluating small models where vLLM cannot run (no GPU). It speaks the part of vLLM's OpenAI server
 that ``policy=token`` uses, so evaluation code and tests see one schema.
 
-    python -m terminal_rl.models.serve --model FOLDER --port 8000 [--served-model-name policy]
+    python -m terminal_rl.models.serve model=FOLDER port=8000 [served_model_name=policy]
 
 ``POST /v1/completions`` takes the prompt as token ids and answers vLLM 0.24's non-streaming
 ``CompletionResponse`` (read from its wheel, ``vllm/entrypoints/openai/completion/protocol.py``):
@@ -15,7 +15,6 @@ answers readiness. Requests are served one at a time (one model, two cores).
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 import time
@@ -159,22 +158,3 @@ def _error(message: str, code: int) -> dict:
             "code": code,
         }
     }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m terminal_rl.models.serve",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--model", required=True, help="a Hugging Face model folder")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--served-model-name", default="policy")
-    args = parser.parse_args()
-    server = serve(Generator(args.model), args.port, args.served_model_name)
-    print(f"serving {args.model} as {args.served_model_name} on http://127.0.0.1:{args.port}/v1", flush=True)
-    server.serve_forever()
-
-
-if __name__ == "__main__":
-    main()
