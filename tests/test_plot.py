@@ -63,5 +63,5 @@ def test_compare_overlays_runs(cpu_run, tmp_path):
     run = cpu_run["dir"]
     (tmp_path / "again").symlink_to(run, target_is_directory=True)
     (tmp_path / "ci").symlink_to(run, target_is_directory=True)
-    [out] = plot("compare", "ci", "again", f"run.output_root={tmp_path}")
+    [out] = plot("command=compare", "runs=[ci,again]", f"run.output_root={tmp_path}")
     assert out.endswith("compare/ci_vs_again.png") and Image.open(out).size[0] > 400

@@ -1,7 +1,7 @@
 """Training plots: every figure of a run into ``<run dir>/plots/``, and runs compared.
 
     python -m terminal_rl.plot run.id=RUN
-    python -m terminal_rl.plot compare RUN_A RUN_B [run.output_root=...]
+    python -m terminal_rl.plot command=compare runs=[RUN_A,RUN_B] [run.output_root=...]
 
 Written automatically at every checkpoint and at the end of a training run.
 """
