@@ -162,10 +162,11 @@ def weights_digest(model_dir: Path) -> str:
 def warm_start(cfg) -> float:
     """Make the arms' shared SFT warm start if missing; returns the minutes it took (about 0 when cached)."""
     from terminal_rl.console import Console
+    from terminal_rl.preflight.job import train_job
     from terminal_rl.training.warm_start import ensure_warm_start
 
     start = time.time()
-    ensure_warm_start(cfg, Console(sys.stdout))
+    ensure_warm_start(train_job(cfg).warm_start, Console(sys.stdout))
     return (time.time() - start) / 60
 
 

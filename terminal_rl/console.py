@@ -197,7 +197,8 @@ class ValidationProgress(_Poller):
     def __init__(self, rollouts: Path, total: int, print_line: Callable[[str], None], every_sec: float = 15.0):
         super().__init__(1.0)
         self.rollouts, self.total, self.print_line, self.every_sec = rollouts, total, print_line, every_sec
-        self._offsets: dict[Path, int] = {}
+        # A resumed run's earlier attempt left its own lines: only those written from now on count.
+        self._offsets = {path: path.stat().st_size for path in rollouts.glob("val_step*.jsonl")}
         self._done: dict[int, int] = {}  # step -> episodes finished
         self._shown: dict[int, tuple[int, float]] = {}  # step -> (count, time) of the last line
 

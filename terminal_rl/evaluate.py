@@ -12,6 +12,7 @@ Writes one trajectory per line to ``results_file`` (reruns resume) and a summary
 from __future__ import annotations
 
 import functools
+import importlib
 from collections import Counter
 
 import hydra
@@ -116,16 +117,20 @@ async def run(cfg: DictConfig, console: Console) -> dict:
     return summary
 
 
-def served_job(app: str, cfg: DictConfig, work) -> ServedJob:
-    """The app (``work(cfg, console)``) as the launcher runs it: here, or as a Slurm job with its
-    policy server beside it. The config is resolved first: a Slurm job runs it elsewhere, later."""
-    OmegaConf.resolve(cfg)
+def served_job(app: str, cfg: DictConfig) -> ServedJob:
+    """The app (``terminal_rl.<app>.run(cfg, console)``) as the launcher runs it: here, or as a Slurm
+    job with its policy server beside it, its config resolved first (it runs elsewhere, later). The
+    app's ``run`` is taken from its module by name, so a Slurm job pickles it by reference even when
+    the app runs as ``__main__``."""
+    slurm = cfg.launcher.kind == "slurm"
+    if slurm:
+        OmegaConf.resolve(cfg)
     return ServedJob(
         app=app,
-        work=functools.partial(work, cfg),
+        work=functools.partial(importlib.import_module(f"terminal_rl.{app}").run, cfg),
         run=RunContext.from_config(cfg.run),
         launcher=cfg.launcher,
-        hardware=to_dataclass(cfg.hardware, HardwareConfig),
+        hardware=to_dataclass(cfg.hardware, HardwareConfig) if slurm else None,
         docker_host=SandboxConfig.from_node(cfg.sandbox).docker_host,
         serve=cfg.serve,
         policy_kind=cfg.policy.kind,
@@ -136,7 +141,7 @@ def served_job(app: str, cfg: DictConfig, work) -> ServedJob:
 
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    launch_app(served_job("evaluate", cfg, run))
+    launch_app(served_job("evaluate", cfg))
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ async def run(cfg: DictConfig, console: Console) -> dict:
 def main(cfg: DictConfig) -> None:
     from terminal_rl.launch.served import launch_app
 
-    launch_app(served_job("filter", cfg, run))
+    launch_app(served_job("filter", cfg))
 
 
 if __name__ == "__main__":

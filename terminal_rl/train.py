@@ -19,12 +19,12 @@ from terminal_rl.preflight import apply_run_environment, preflight
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from terminal_rl.launch import launch
-    from terminal_rl.preflight.job import train_job
 
     apply_run_environment(cfg)  # before verl is imported: it fixes the platform
-    if not preflight(cfg):
+    job = preflight(cfg)
+    if job is None:
         sys.exit(1)
-    launch(train_job(cfg))
+    launch(job)
 
 
 if __name__ == "__main__":

@@ -150,6 +150,19 @@ def test_validation_shows_its_episodes_as_they_finish_across_workers(tmp_path):
     assert shown[1:] == ["  validation @ step 0: 4/4 episodes"]
 
 
+def test_a_resumed_runs_earlier_validation_lines_do_not_count(tmp_path):
+    earlier = tmp_path / "val_step000000.7.jsonl"
+    earlier.write_text("{}\n" * 4)  # the first attempt's validation before step 1
+    shown = []
+    progress = ValidationProgress(tmp_path, 4, shown.append, every_sec=3600)
+    progress.poll()
+    assert shown == []
+    with earlier.open("a") as out:  # the resumed attempt validates step 0 again
+        out.write("{}\n")
+    progress.poll()
+    assert shown == ["  validation @ step 0: 1/4 episodes"]
+
+
 def test_library_output_goes_to_the_log_and_an_error_to_the_console(tmp_path):
     log = tmp_path / "train.log"
     script = textwrap.dedent(f"""

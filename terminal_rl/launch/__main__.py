@@ -32,7 +32,6 @@ def run_node(cfg: DictConfig, overrides: list[str], environ: dict[str, str]) -> 
     # Until the handler is in place the warning is ignored: its default action would end the node.
     signal.signal(submitit.JobEnvironment._usr_sig(), signal.SIG_IGN)
     from terminal_rl.preflight import preflight
-    from terminal_rl.preflight.job import train_job
 
     if cfg.launcher.kind != "slurm":
         raise SystemExit("python -m terminal_rl.launch runs under Slurm: add launcher=slurm (slurm/*.sbatch do)")
@@ -42,11 +41,13 @@ def run_node(cfg: DictConfig, overrides: list[str], environ: dict[str, str]) -> 
             cfg.run.id = run_id
     # submitit's JobEnvironment reads Slurm's variables once told it runs under Slurm.
     os.environ.setdefault("SUBMITIT_EXECUTOR", "slurm")
-    if not preflight(cfg, on_this_node=False):  # the node checks run in SlurmRun, on every node
+    # Problems only: every node prints them. The node checks run in SlurmRun, on every node.
+    job = preflight(cfg, on_this_node=False, notes_too=False)
+    if job is None:
         return 1
-    OmegaConf.resolve(cfg)
+    OmegaConf.resolve(job.verl)  # one config for every node and every attempt
     env = submitit.JobEnvironment()
-    body = SlurmRun(train_job(cfg), restarts=int(environ.get("SLURM_RESTART_COUNT", "0")))
+    body = SlurmRun(job, restarts=int(environ.get("SLURM_RESTART_COUNT", "0")))
     requeue_on_signal(body, env.global_rank, str(env.job_id))
     if env.global_rank == 0:
         print(f"run {cfg.run.id}: submitting the same command again continues it", flush=True)

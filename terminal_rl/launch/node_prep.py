@@ -40,6 +40,7 @@ def _node_images(job: TrainJob) -> list[str]:
     from terminal_rl.tasks.dockerfile import task_set_images
 
     sandbox = job.sandbox
+    print(f"node images on {socket.gethostname()}: providing base images and the verifier toolchain", flush=True)
     try:
         client = docker_client(sandbox.docker_host)
         provided = provide_node_images(client, sandbox, task_set_images(load_valid_tasks(job.task_set)), job.run)
@@ -80,9 +81,14 @@ def build_task_images(job: TrainJob, report: Path, only: list[str] | None = None
     """Build (or find) the images of every valid task (or of the ids in ``only``) on this node's
     engine; returns the outcomes, also written to ``report``. A failed build's rollouts fail as
     sandbox errors and are masked."""
-    from terminal_rl.sandbox.images.build_report import build_on_this_engine
+    from terminal_rl.sandbox.images.build_report import build_on_this_engine, outcome_line
 
     sandbox, run = job.sandbox, job.run
     wanted = None if only is None else set(only)
     tasks = [task for task in load_valid_tasks(job.task_set) if wanted is None or task.id in wanted]
-    return build_on_this_engine(sandbox, run.image_lock_dir, tasks, report, sandbox.build.jobs)
+    done = iter(range(1, len(tasks) + 1))
+
+    def progress(outcome) -> None:  # one line a task image, in the node's Slurm log
+        print(f"task image {next(done)}/{len(tasks)} on {socket.gethostname()}: {outcome_line(outcome)}", flush=True)
+
+    return build_on_this_engine(sandbox, run.image_lock_dir, tasks, report, sandbox.build.jobs, progress)

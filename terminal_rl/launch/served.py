@@ -31,7 +31,7 @@ class ServedJob:
     work: Callable[[Console], Awaitable[dict]]  # the app's own run, its settings bound
     run: RunContext
     launcher: DictConfig
-    hardware: HardwareConfig  # the node a Slurm job asks for
+    hardware: HardwareConfig | None  # the node a Slurm job asks for (None: runs here)
     docker_host: str  # sandbox.docker_host, swept of the run's sandboxes when a Slurm job ends
     serve: DictConfig  # serve.kind none | command, its command, model and ready_timeout_sec
     policy_kind: str

@@ -17,7 +17,7 @@ from terminal_rl.preflight import apply_run_environment, preflight
 @hydra.main(config_path="../../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     apply_run_environment(cfg)  # as the training run has it (verl's platform)
-    if not preflight(cfg):
+    if preflight(cfg) is None:
         sys.exit(1)
 
 

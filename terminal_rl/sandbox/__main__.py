@@ -25,7 +25,7 @@ from terminal_rl.config import chosen_command, project_path
 from terminal_rl.run_context import RunContext
 from terminal_rl.sandbox.config import SandboxConfig
 from terminal_rl.sandbox.images.base_images import BaseImageError
-from terminal_rl.sandbox.images.build_report import build_on_this_engine
+from terminal_rl.sandbox.images.build_report import build_on_this_engine, outcome_line
 from terminal_rl.sandbox.images.distribution import publish
 from terminal_rl.sandbox.images.node_images import provide_node_images
 from terminal_rl.sandbox.lifecycle.janitor import sweep
@@ -86,8 +86,7 @@ def build_images(cfg: DictConfig, sandbox: SandboxConfig, run: RunContext) -> in
     report_path = Path(cfg.report) if cfg.report else run.image_report
 
     def progress(outcome) -> None:
-        status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
-        console.print(f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s")
+        console.print(outcome_line(outcome))
 
     outcomes = build_on_this_engine(sandbox, run.image_lock_dir, tasks, report_path, cfg.jobs, progress, cfg.discard)
     failed = sum(not o.ok for o in outcomes)

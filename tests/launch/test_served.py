@@ -10,7 +10,7 @@ import pytest
 
 from terminal_rl.config import compose
 from terminal_rl.console import Console
-from terminal_rl.evaluate import run, served_job
+from terminal_rl.evaluate import served_job
 from terminal_rl.launch.served import run_app, serve_policy
 from tests.support import SERVED_TASK, free_port, served_overrides
 
@@ -23,7 +23,7 @@ def port_open(port: int) -> bool:
 @pytest.mark.docker
 def test_evaluation_runs_against_the_server_it_started_and_stops_it(tmp_path):
     port = free_port()
-    summary = run_app(served_job("evaluate", compose("evaluate", served_overrides(tmp_path, port)), run))
+    summary = run_app(served_job("evaluate", compose("evaluate", served_overrides(tmp_path, port))))
     [result] = [json.loads(line) for line in (tmp_path / "served" / "eval" / "results.jsonl").read_text().splitlines()]
     assert result["task_id"] == SERVED_TASK and result["termination"] == "finished", result["termination_detail"]
     assert result["policy"] == "token:policy" and summary
@@ -33,7 +33,7 @@ def test_evaluation_runs_against_the_server_it_started_and_stops_it(tmp_path):
 def test_a_server_that_dies_is_reported_with_its_log(tmp_path):
     cfg = compose("evaluate", served_overrides(tmp_path, free_port(), "[python,-c,'import sys; sys.exit(3)']"))
     with pytest.raises(RuntimeError, match=r"exited with code 3 before answering; see .*serve.log"):
-        with serve_policy(served_job("evaluate", cfg, run), Console(sys.stdout)):
+        with serve_policy(served_job("evaluate", cfg), Console(sys.stdout)):
             pass
 
 
@@ -42,5 +42,5 @@ def test_serving_needs_the_token_policy(tmp_path):
     with pytest.raises(
         ValueError, match=r"a served checkpoint \(serve.kind=command\) is for policy=token, not policy=litellm"
     ):
-        with serve_policy(served_job("evaluate", cfg, run), Console(sys.stdout)):
+        with serve_policy(served_job("evaluate", cfg), Console(sys.stdout)):
             pass

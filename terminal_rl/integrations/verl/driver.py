@@ -9,6 +9,7 @@ actors -> the config resolved here (custom resolvers do not exist in Ray workers
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import time
@@ -206,7 +207,8 @@ def train(
     Slurm head waits there for the other nodes to build the same first images)."""
     env = env or job_environment(job)
     apply_environment(env)
-    run, verl_config = job.run, job.verl
+    # verl's checks fill the config in place: a copy, so the job (a Slurm requeue ships it) stays as made.
+    run, verl_config = job.run, copy.deepcopy(job.verl)
     first, val_episodes = prepare(job, Console(sys.stdout))
     if nodes_ready is not None:
         nodes_ready(first)
@@ -266,7 +268,7 @@ def progress(console, job: TrainJob):
 def footer_lines(job: TrainJob) -> list[str]:
     run = job.run
     lines = [
-        f"done: checkpoints {job.checkpoints.folder}",
+        f"done: checkpoints {job.verl.trainer.default_local_dir}",
         f"      logs        {run.log_dir}",
         f"      plots       {run.shared_dir / 'plots'}  (python -m terminal_rl.plot run.id={run.run_id})",
     ]

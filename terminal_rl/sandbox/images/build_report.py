@@ -107,6 +107,12 @@ def build_on_this_engine(
         docker.close()
 
 
+def outcome_line(outcome: BuildOutcome) -> str:
+    """One progress line for a finished build: the task, cached / built / failed and the time."""
+    status = "cached" if outcome.cached else ("built" if outcome.ok else f"FAILED ({outcome.category})")
+    return f"{outcome.task_id}: {status} in {outcome.duration_sec:.0f}s"
+
+
 def failure_line(outcome: BuildOutcome) -> str:
     """One console line for a failed build: the task, the cause and the start of the reason."""
     reason = " ".join(outcome.reason.split())[:160]

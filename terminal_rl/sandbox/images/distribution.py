@@ -68,10 +68,15 @@ def fetch(client: docker.DockerClient, images: dict[str, str], archive_dir: Path
         path = archive_path(archive_dir, tag)
         if not path.exists():
             raise FileNotFoundError(f"image {tag} is neither on this node nor archived at {path}")
-        with path.open("rb") as archive:
-            client.api.load_image(archive)
+        load_archive(client, path)
         loaded.append(tag)
     return loaded
+
+
+def load_archive(client: docker.DockerClient, path: Path) -> None:
+    """``docker load`` of one archive (``docker save``'s tar), streamed from the file."""
+    with path.open("rb") as archive:
+        client.api.load_image(archive)
 
 
 def present(client: docker.DockerClient, tags) -> list[str]:

@@ -39,7 +39,7 @@ from terminal_rl.config import project_path
 from terminal_rl.sandbox.config import BuildConfig
 from terminal_rl.sandbox.images.base_images import RECIPE_LABEL
 from terminal_rl.sandbox.images.build_failures import classify, is_transient
-from terminal_rl.sandbox.images.distribution import archives_tagged
+from terminal_rl.sandbox.images.distribution import archives_tagged, load_archive
 from terminal_rl.sandbox.runtime.docker_client import AsyncDocker
 from terminal_rl.sandbox.runtime.output import sanitize
 from terminal_rl.tasks.dockerfile import base_images
@@ -255,8 +255,7 @@ class TaskImages:
         if not self._config.archive_dir:
             return None
         for archived in archives_tagged(project_path(self._config.archive_dir), build_hash[:TAG_HASH_CHARS]):
-            with archived.open("rb") as archive:
-                self._docker.api.load_image(archive)
+            load_archive(self._docker.client, archived)
             return self._image_with_hash(build_hash)
         return None
 
