@@ -155,7 +155,7 @@ def test_plot_cli_writes_a_png(tmp_path):
 
     out = tmp_path / "anneal.png"
     result = subprocess.run(
-        [sys.executable, "-m", "terminal_rl.curriculum", "plot", "curriculum=judge_anneal", "--out", str(out)],
+        [sys.executable, "-m", "terminal_rl.curriculum", "curriculum=judge_anneal", f"out={out}"],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
