@@ -39,8 +39,9 @@ def settings_from(cfg: DictConfig):
 def step_scorer(cfg: DictConfig):
     """(episode -> PRM records, the judge's usage so far), scored by the judge's model (``prm.enabled``)."""
     from terminal_rl.agent.policies.base import PolicyError
-    from terminal_rl.agent.policies.json_chat import JsonChat, MalformedReply
+    from terminal_rl.agent.policies.json_chat import JsonChat
     from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig
+    from terminal_rl.agent.policies.model_json import MalformedReply
     from terminal_rl.datasets.prm import divergence_step, prm_records, score_episode
 
     judge, prm = cfg.judge, cfg.prm

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terminal_rl.agent.policies.json_chat import JsonChat, MalformedReply, reply_object
+from terminal_rl.agent.policies.json_chat import JsonChat
+from terminal_rl.agent.policies.model_json import MalformedReply, reply_object
 from terminal_rl.datasets.records import describe
 from terminal_rl.datasets.sources import Episode
 from terminal_rl.judge.render import judge_messages, render_trajectory

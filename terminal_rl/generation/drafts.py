@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from terminal_rl.agent.policies.json_chat import MalformedReply, reply_object
+from terminal_rl.agent.policies.model_json import MalformedReply, reply_object
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from rich.progress import Progress
 from terminal_rl.agent.episode import EpisodeLimits
 from terminal_rl.agent.evaluation import EvaluationPlan, evaluate, read_results
 from terminal_rl.agent.policies.base import Policy, PolicyError
-from terminal_rl.agent.policies.json_chat import JsonChat, MalformedReply
+from terminal_rl.agent.policies.json_chat import JsonChat
+from terminal_rl.agent.policies.model_json import MalformedReply
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.generation.candidates import Candidate, CandidateStore
 from terminal_rl.generation.checks import InfrastructureError, acceptance_gates, check_completion, check_environment

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from terminal_rl.agent.policies.model_json import MalformedReply, reply_object
 
 PROMPTS = Path(__file__).parent / "prompts"
 # Weights of the four graded parts (the reference design's).
@@ -15,7 +16,7 @@ MODIFIER_RANGE = (-0.1, 0.1)
 PENALTIES = ("thinking_without_acting", "gaming", "skipped_phases")
 
 
-class VerdictError(ValueError):
+class VerdictError(MalformedReply):
     """The judge's answer is not a valid verdict; the message is sent back to it once."""
 
 
@@ -42,18 +43,12 @@ def rubric_text(version: str) -> str:
 
 
 def parse_verdict(text: str) -> Verdict:
-    """Exactly one JSON object (a ```json fence around it is tolerated) with every field in range."""
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.strip("`").removeprefix("json").strip()
+    """The one JSON object of the answer (``model_json.reply_object``: reasoning dropped, fences and
+    prose around it tolerated) with every field in range."""
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError as error:
-        raise VerdictError(
-            f"not a single JSON object ({error.msg} at line {error.lineno} column {error.colno})"
-        ) from None
-    if not isinstance(data, dict):
-        raise VerdictError("the answer must be a JSON object")
+        data = reply_object(text)
+    except MalformedReply as error:
+        raise VerdictError(str(error)) from None
     parts = {name: _number(data, name, 0.0, 1.0) for name in PARTS}
     modifiers = {name: _number(data.get("modifiers", {}), name, *MODIFIER_RANGE, required=False) for name in MODIFIERS}
     penalties = {name: _number(data.get("penalties", {}), name, 0.0, 1.0, required=False) for name in PENALTIES}

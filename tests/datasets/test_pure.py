@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from terminal_rl.agent.policies.json_chat import MalformedReply
+from terminal_rl.agent.policies.model_json import MalformedReply
 from terminal_rl.agent.trajectory import Trajectory, Turn
 from terminal_rl.datasets.forged import flag_forged, forged_fixture
 from terminal_rl.datasets.prm import divergence_step, parse_step_scores

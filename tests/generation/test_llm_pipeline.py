@@ -114,14 +114,17 @@ SOLUTIONS = {
 
 def scripted_generator(body):
     """The reply for a request: by candidate (named in the first user message), stage (the system
-    prompt) and round (assistant turns so far)."""
+    prompt) and round (assistant turns so far), written as a Qwen3 model served without a reasoning
+    parser writes it: its thinking first (braces and a draft object included), then prose and a fence."""
     messages = body["messages"]
     candidate = json.loads(messages[1]["content"])["candidate"]
     stage = re.search(r"Stage: (\w+)\.", messages[0]["content"]).group(1)
     rounds = sum(m["role"] == "assistant" for m in messages)
     describe, environments, completions = SCRIPT[candidate]
     replies = {"describe": [describe], "environment": environments, "completion": completions}[stage]
-    return replies[min(rounds, len(replies) - 1)]
+    answer = replies[min(rounds, len(replies) - 1)]
+    thinking = f'<think>\nThe {stage} stage wants one object, e.g. {{"draft": true}}; keys as {{asked}}.\n</think>\n\n'
+    return f"{thinking}Here is the {stage}:\n```json\n{answer}\n```"
 
 
 def generate(root, server, script):

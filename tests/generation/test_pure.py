@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from terminal_rl.agent.policies.json_chat import MalformedReply
+from terminal_rl.agent.policies.model_json import MalformedReply
 from terminal_rl.generation.candidates import Candidate, draw_specs
 from terminal_rl.generation.dedup import NearDuplicates, jaccard, shingles
 from terminal_rl.generation.difficulty import difficulty_for
@@ -30,8 +30,8 @@ def test_drafts_parse_bare_or_fenced_json_and_name_what_is_wrong():
         "test_a": 1.0
     }
     cases = {
-        "Sure! a task": "not JSON",
-        "[1, 2]": "one JSON object, got list",
+        "Sure! a task": "the reply holds no JSON object",
+        "[1, 2]": "the reply holds no JSON object",
         json.dumps({**DESCRIPTION, "extra": 1}): "unexpected ['extra']",
         json.dumps({"title": "t", "instruction": "i"}): "missing ['ground_truth']",
         json.dumps({**DESCRIPTION, "instruction": "  "}): "'instruction' must be a non-empty str",

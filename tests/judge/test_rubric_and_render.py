@@ -28,8 +28,8 @@ def test_verdict_score_combines_parts_modifiers_penalties():
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ("I think 0.8", "not a single JSON object (Expecting value at line 1 column 1)"),
-        ("[1, 2]", "the answer must be a JSON object"),
+        ("I think 0.8", "the reply holds no JSON object"),
+        ("[1, 2]", "the reply holds no JSON object"),
         (json.dumps({k: v for k, v in GOOD.items() if k != "todo_planning"}), 'missing "todo_planning"'),
         (json.dumps({**GOOD, "phase_adherence": 1.5}), '"phase_adherence" = 1.5 is outside [0.0, 1.0]'),
         (json.dumps({**GOOD, "modifiers": {"efficiency": 0.5}}), '"efficiency" = 0.5 is outside [-0.1, 0.1]'),

@@ -1,5 +1,5 @@
 """A chat model that must answer with one JSON object, given one correction request (the task
-generator's stages, the step scorer of the PRM dataset).
+generator's stages, the step scorer of the PRM dataset); the object is read by ``model_json.py``.
 
 Calls go through our litellm policy (any litellm model string, key from the named environment
 variable); each call's tokens and cost are added to the caller's usage tally.
@@ -7,34 +7,13 @@ variable); each call's tokens and cost are added to the caller's usage tally.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, LiteLLMPolicy
+from terminal_rl.agent.policies.model_json import MalformedReply
 
 T = TypeVar("T")
-_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)\n```", re.DOTALL)
-
-
-class MalformedReply(ValueError):
-    """The reply is not the JSON object asked for; the message says what is wrong."""
-
-
-def reply_object(text: str) -> dict[str, Any]:
-    """The JSON object in ``text``: the whole reply, or its first fenced block."""
-    fenced = _FENCE.search(text)
-    candidate = fenced.group(1) if fenced else text.strip()
-    try:
-        value = json.loads(candidate)
-    except json.JSONDecodeError as error:
-        raise MalformedReply(
-            f"the reply is not JSON ({error.msg} at line {error.lineno} column {error.colno})"
-        ) from None
-    if not isinstance(value, dict):
-        raise MalformedReply(f"the reply must be one JSON object, got {type(value).__name__}")
-    return value
 
 
 CORRECTION = (
