@@ -198,7 +198,7 @@ class JudgeService:
 
     async def _call(self, backend: JudgeBackend, messages: list[dict], judgement: Judgement) -> str | None:
         """One answer from the backend, retrying transient failures; None (reason recorded) on failure."""
-        from terminal_rl.agent.policies.litellm_policy import quiet_litellm
+        from terminal_rl.agent.policies.litellm_policy import quiet_litellm, request_params
 
         litellm = quiet_litellm()
 
@@ -208,14 +208,12 @@ class JudgeService:
             self.stats.calls += 1
             try:
                 response = await litellm.acompletion(
-                    model=backend.model,
                     messages=_with_prompt_cache(backend.model, messages),
-                    api_base=backend.base_url or None,
-                    api_key=backend.api_key() or "none",
-                    temperature=config.temperature,
-                    max_tokens=config.max_tokens,
                     timeout=config.timeout_sec,
                     num_retries=0,
+                    **request_params(
+                        backend.model, backend.base_url, backend.api_key(), config.temperature, config.max_tokens
+                    ),
                 )
             except Exception as error:  # litellm maps provider errors to its own exception types
                 name = type(error).__name__

@@ -46,6 +46,20 @@ def quiet_litellm():
     return litellm
 
 
+def request_params(model: str, base_url: str, api_key: str | None, temperature: float, max_tokens: int) -> dict:
+    """The provider parameters of one completion, as litellm's own per-model capability data allows
+    them: ``drop_params`` has litellm leave out what the model refuses (reasoning models take no
+    temperature but the default) instead of failing the call."""
+    return {
+        "model": model,
+        "api_base": base_url or None,
+        "api_key": api_key or "none",
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "drop_params": True,
+    }
+
+
 class LiteLLMPolicy(Policy):
     def __init__(self, config: LiteLLMConfig, history: str = "append", limits: SequenceLimits = SequenceLimits()):
         self.config = config
@@ -64,14 +78,10 @@ class LiteLLMPolicy(Policy):
         async with self._slots:
             try:
                 response = await litellm.acompletion(
-                    model=config.model,
                     messages=messages,
-                    api_base=config.base_url or None,
-                    api_key=api_key or "none",
-                    temperature=config.temperature,
-                    max_tokens=max_tokens,
                     timeout=config.timeout_sec,
                     num_retries=config.max_retries,
+                    **request_params(config.model, config.base_url, api_key, config.temperature, max_tokens),
                 )
             except Exception as error:  # litellm raises many types; all mean "no reply"
                 raise PolicyError(f"{config.model}: {type(error).__name__}: {error}") from error
