@@ -89,6 +89,11 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     (work_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_funnel(report, console.rich)
     console.print(f"accepted tasks: {project_path(cfg.output_dir)}; report: {work_dir / 'report.json'}")
+    if not report["accepted"] and report["waiting"]:
+        raise SystemExit(
+            f"generate: nothing accepted, and {sum(report['waiting'].values())} candidates wait on errors "
+            f"({', '.join(report['waiting'])}): fix them and run the same command again (run.id={cfg.run.id})"
+        )
     return report
 
 

@@ -29,6 +29,9 @@ class Candidate:
     status: str = "active"
     # Why it was dropped: {"stage", "reason", "detail"}.
     drop: dict[str, str] | None = None
+    # Why it waits at its stage for a rerun (an error that is not the candidate's: the LLM endpoint, the
+    # engine): {"stage", "error", "detail"}; cleared once the stage runs again.
+    waiting: dict[str, str] | None = None
     description: dict | None = None
     environment: dict | None = None
     completion: dict | None = None

@@ -22,6 +22,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -95,6 +96,22 @@ def generated_task(
     )
 
 
+def waiting_lines(waiting: list[Candidate]) -> list[str]:
+    """One console line per (stage, error class): how many candidates wait on it, and the first
+    message (pure)."""
+    first: dict[tuple[str, str], str] = {}
+    counts: Counter[tuple[str, str]] = Counter()
+    for candidate in waiting:
+        key = (candidate.waiting["stage"], candidate.waiting["error"])
+        counts[key] += 1
+        first.setdefault(key, candidate.waiting["detail"])
+    return [
+        f"[yellow]{stage}: {n} candidate(s) wait on {error}[/yellow] (e.g. {first[(stage, error)][:200]}); "
+        "fix it and run the same command again"
+        for (stage, error), n in counts.items()
+    ]
+
+
 class Pipeline:
     def __init__(
         self,
@@ -139,12 +156,14 @@ class Pipeline:
 
             async def one(candidate: Candidate) -> None:
                 async with slots:
+                    candidate.waiting = None
                     try:
                         await work(candidate)
                     except MalformedReply as error:
                         candidate.drop_at(stage, "malformed output", str(error))
                     except (InfrastructureError, SandboxError, PolicyError) as error:  # not the candidate's fault
                         log.warning("%s stays at %s for a rerun: %s", candidate.id, stage, error)
+                        candidate.waiting = {"stage": stage, "error": type(error).__name__, "detail": str(error)[:500]}
                     else:
                         if candidate.active:
                             candidate.advance(stage)
@@ -152,6 +171,8 @@ class Pipeline:
                     progress.advance(bar)
 
             await asyncio.gather(*(one(candidate) for candidate in due))
+        for line in waiting_lines([c for c in due if c.waiting]):
+            self.console.print(line)
 
     async def describe(self, candidate: Candidate) -> None:
         request = json.dumps({"candidate": candidate.id, **candidate.spec}, indent=2)

@@ -37,6 +37,10 @@ def funnel(candidates: list[Candidate], stage_seconds: dict[str, float]) -> dict
         "drop_reasons": dict(
             Counter(f"{c.drop['stage']}: {c.drop['reason']}" for c in candidates if c.drop).most_common()
         ),
+        # Candidates held at a stage by an error that is not theirs (they continue on a rerun).
+        "waiting": dict(
+            Counter(f"{c.waiting['stage']}: {c.waiting['error']}" for c in candidates if c.waiting).most_common()
+        ),
         "llm": {
             **usage,
             "tokens_per_accepted": (usage["prompt_tokens"] + usage["completion_tokens"]) / len(accepted)
@@ -64,6 +68,8 @@ def print_funnel(report: dict, console: Console) -> None:
     console.print(table)
     for reason, n in report["drop_reasons"].items():
         console.print(f"  dropped at {reason}: {n}")
+    for reason, n in report["waiting"].items():
+        console.print(f"  waiting at {reason}: {n} (a rerun of the same command continues them)")
     llm = report["llm"]
     console.print(
         f"LLM: {llm['requests']} requests, {llm['prompt_tokens'] + llm['completion_tokens']:.0f} tokens, "

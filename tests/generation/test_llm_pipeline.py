@@ -18,7 +18,7 @@ from terminal_rl.generation.pipeline import prompt
 from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.loaders.harbor import load_harbor
-from tests.fake_llm_server import FakeLLMServer
+from tests.fake_llm_server import FakeLLMServer, Fault
 from tests.support import SMALL_LIMITS
 
 pytestmark = pytest.mark.docker
@@ -226,3 +226,39 @@ def test_generation_funnel_end_to_end(tmp_path, sandbox_config, run_context):
             return results
 
     assert all(oracle == 1.0 and noop < 1.0 for oracle, noop in asyncio.run(oracle_and_noop()))
+
+
+def test_a_wrong_key_fails_the_run_loudly_with_its_count(tmp_path):
+    """The endpoint refuses every call (401): no candidate is blamed or dropped, each waits at its
+    stage, the console names the error class once with its count, and the app exits non-zero."""
+    script = tmp_path / "solver.json"
+    script.write_text("{}")
+    with FakeLLMServer(lambda body: Fault(401)) as server:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "terminal_rl.generate",
+                "source=llm",
+                "run.id=wrongkey",
+                f"run.output_root={tmp_path}",
+                "generator.candidates=3",
+                "generator.llm.model=openai/generator",
+                f"generator.llm.base_url={server.base_url}",
+                "generator.llm.api_key_env=",
+                "generator.llm.max_retries=0",
+                "policy=scripted",
+                f"policy.script={script}",
+            ],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+            timeout=300,
+        )
+        calls = len(server.requests)
+    assert result.returncode != 0 and calls == 3, "one call a candidate, then it stops"
+    assert "describe: 3 candidate(s) wait on PolicyError" in result.stdout, result.stdout[-2000:]
+    assert "nothing accepted, and 3 candidates wait on errors (describe: PolicyError)" in result.stdout
+    report = json.loads((tmp_path / "wrongkey" / "generation" / "report.json").read_text())
+    assert report["waiting"] == {"describe: PolicyError": 3} and report["dropped"] == []
