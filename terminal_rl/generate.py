@@ -59,6 +59,8 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     from terminal_rl.generation.pipeline import Pipeline, SolveFilter
     from terminal_rl.generation.report import funnel, print_funnel
     from terminal_rl.sandbox.config import SandboxConfig
+    from terminal_rl.sandbox.images.node_images import provide_node_images
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
     from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 
     config = GeneratorConfig.from_node(cfg.generator)
@@ -74,7 +76,16 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
         agent.limits,
         work_dir / "solve" / "results.jsonl",
     )
-    async with SandboxFactory(SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)) as factory:
+    sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
+    # Before any LLM call: a base image the Dockerfiles may name but this engine cannot provide is the
+    # set-up's problem, never a candidate's to repair.
+    with console.rich.status(f"base images the Dockerfiles may use: {', '.join(config.base_images)}"):
+        unmatched = provide_node_images(docker_client(sandbox.docker_host), sandbox, config.base_images, run).unmatched
+    if unmatched:
+        raise SystemExit(
+            "generate: generator.base_images names images this machine cannot provide: " + "; ".join(unmatched.values())
+        )
+    async with SandboxFactory(sandbox, run) as factory:
         pipeline = Pipeline(
             config,
             store,

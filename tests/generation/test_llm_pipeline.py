@@ -262,3 +262,30 @@ def test_a_wrong_key_fails_the_run_loudly_with_its_count(tmp_path):
     assert "nothing accepted, and 3 candidates wait on errors (describe: PolicyError)" in result.stdout
     report = json.loads((tmp_path / "wrongkey" / "generation" / "report.json").read_text())
     assert report["waiting"] == {"describe: PolicyError": 3} and report["dropped"] == []
+
+
+def test_a_base_image_this_machine_cannot_provide_stops_the_run_before_any_llm_call(tmp_path):
+    with FakeLLMServer(lambda body: "{}") as server:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "terminal_rl.generate",
+                "source=llm",
+                "run.id=nobase",
+                f"run.output_root={tmp_path}",
+                "generator.candidates=2",
+                "generator.base_images=[registry.example/nosuch:1]",
+                f"generator.llm.base_url={server.base_url}",
+                "generator.llm.api_key_env=",
+            ],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+            timeout=300,
+        )
+        calls = len(server.requests)
+    assert result.returncode != 0 and calls == 0, result.stdout[-2000:]
+    assert "generator.base_images names images this machine cannot provide" in result.stdout
+    assert "registry.example/nosuch:1" in result.stdout
