@@ -7,6 +7,8 @@ Relative paths in configs are relative to the project root (see :func:`project_p
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any, TypeVar
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
@@ -30,8 +32,14 @@ def cpu_training_dtype() -> str:
     return "bf16" if torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported() else "fp32"
 
 
+def settings_digest(*values: Any) -> str:
+    """8 hex digits naming a set of settings (config nodes included): the same settings, the same name."""
+    plain = [OmegaConf.to_container(v, resolve=True) if isinstance(v, (DictConfig, ListConfig)) else v for v in values]
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
 # Arithmetic for configs that derive one setting from others (e.g. response length = context -
-# prompt), and the CPU's training dtype. Registered only in the driver: configs are resolved there
+# prompt), a digest that names settings (a run id a rerun finds again), and the CPU's training dtype. Registered only in the driver: configs are resolved there
 # before any worker sees them.
 for _name, _fn in (
     ("tr.sub", lambda a, b: a - b),
@@ -40,6 +48,7 @@ for _name, _fn in (
     ("tr.min", lambda a, b: min(a, b)),
     ("tr.eq", lambda a, b: a == b),
     ("tr.coalesce", lambda a, b: b if a is None else a),
+    ("tr.digest", settings_digest),
     ("tr.cpu_dtype", cpu_training_dtype),
 ):
     if not OmegaConf.has_resolver(_name):

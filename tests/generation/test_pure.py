@@ -93,3 +93,15 @@ def test_specs_are_seeded_and_the_funnel_counts_each_stage():
     assert report["drop_reasons"] == {"dedup: near-duplicate": 1}
     assert report["llm"]["tokens_per_accepted"] == 400 and report["llm"]["cost_usd_per_accepted"] == 0.02
     assert report["candidates_per_minute_stages_2_3"] == pytest.approx(1.0)  # one candidate in 60 s
+
+
+def test_the_same_generate_command_is_the_same_run():
+    """A rerun of the same command resumes: its run id is named by its settings, unless one is given."""
+    from terminal_rl.config import compose
+
+    def run_id(*overrides):
+        return compose("generate", ["source=llm", *overrides]).run.id
+
+    assert run_id() == run_id() and run_id().startswith("generate-llm-")
+    assert run_id("seed=3") != run_id() and run_id("generator.candidates=7") != run_id()
+    assert run_id("run.id=mine") == "mine"
