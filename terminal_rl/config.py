@@ -39,8 +39,8 @@ def settings_digest(*values: Any) -> str:
 
 
 # Arithmetic for configs that derive one setting from others (e.g. response length = context -
-# prompt), a digest that names settings (a run id a rerun finds again), and the CPU's training dtype. Registered only in the driver: configs are resolved there
-# before any worker sees them.
+# prompt), a digest that names settings (a run id a rerun finds again), and the CPU's training
+# dtype. Registered only in the driver: configs are resolved there before any worker sees them.
 for _name, _fn in (
     ("tr.sub", lambda a, b: a - b),
     ("tr.mul", lambda a, b: a * b),

@@ -39,23 +39,35 @@ class EvaluationPlan:
 
 
 def pending_pairs(plan: EvaluationPlan) -> list[tuple[Task, int]]:
-    """(task, attempt) pairs not yet in the results file (a result for another version of a task,
-    by content hash, does not count)."""
+    """(task, attempt) pairs not yet in the results file: never run, or last run into an
+    infrastructure failure (engine, policy endpoint), which a rerun tries again. A result for another
+    version of a task, by content hash, does not count."""
     hashes = {task.id: task.content_hash for task in plan.tasks}
     done = {
         (t.task_id, t.metadata.get("attempt"))
         for t in read_results(plan.results_file)
-        if hashes.get(t.task_id) == t.content_hash
+        if hashes.get(t.task_id) == t.content_hash and not _infrastructure_failure(t)
     }
     return [
         (task, attempt) for task in plan.tasks for attempt in range(plan.attempts) if (task.id, attempt) not in done
     ]
 
 
+def _infrastructure_failure(trajectory: Trajectory) -> bool:
+    return trajectory.score is None and Termination(trajectory.termination).infrastructure
+
+
 def read_results(path: Path) -> list[Trajectory]:
+    """The results file's episodes; an attempt run again (its earlier run failed on infrastructure)
+    counts once, as its last run."""
     if not path.is_file():
         return []
-    return [Trajectory.from_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    latest: dict[tuple, Trajectory] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            t = Trajectory.from_json(line)
+            latest[(t.task_id, t.content_hash, t.metadata.get("attempt"))] = t
+    return list(latest.values())
 
 
 async def build_images(

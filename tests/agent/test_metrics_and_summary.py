@@ -78,3 +78,29 @@ def test_pass_at_k_and_summary():
     assert summary["pass_at_k"] == {1: pytest.approx(0.25), 2: pytest.approx(0.5)}
     assert summary["terminations"] == {"finished": 3, "sandbox_error": 1}
     assert summary["cost_usd"] == pytest.approx(0.04)
+
+
+def test_a_rerun_tries_infrastructure_failures_again_and_counts_each_attempt_once(tmp_path):
+    """An attempt that failed on infrastructure (engine, policy endpoint) is pending on a rerun; its
+    retry replaces it in what the results file says, so no attempt counts twice."""
+    from terminal_rl.agent.evaluation import EvaluationPlan, pending_pairs, read_results
+    from terminal_rl.tasks.procedural import procedural_tasks
+    from tests.support import SMALL_LIMITS
+
+    [task] = procedural_tasks("write_value", 1, 0, ["easy"], SMALL_LIMITS)
+    results = tmp_path / "results.jsonl"
+
+    def record(attempt, termination, score):
+        t = Trajectory(task.id, task.content_hash, "p", "x", termination=termination, metadata={"attempt": attempt})
+        t.verification = None if score is None else {"score": score}
+        with results.open("a") as out:
+            out.write(t.to_json() + "\n")
+
+    record(0, "sandbox_error", None)
+    record(1, "finished", 1.0)
+    record(2, "timeout", 0.0)  # the agent's doing: scored, not retried
+    plan = EvaluationPlan([task], 3, 1, results)
+    assert [attempt for _, attempt in pending_pairs(plan)] == [0]
+    record(0, "finished", 0.5)
+    assert pending_pairs(plan) == []
+    assert sorted((t.metadata["attempt"], t.score) for t in read_results(results)) == [(0, 0.5), (1, 1.0), (2, 0.0)]
