@@ -53,6 +53,7 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     from terminal_rl.agent.config import AgentConfig
     from terminal_rl.agent.policies import make_policy
     from terminal_rl.agent.policies.json_chat import JsonChat
+    from terminal_rl.agent.policies.litellm_policy import endpoint_problem
     from terminal_rl.agent.protocols import make_protocol
     from terminal_rl.generation.candidates import CandidateStore, draw_specs
     from terminal_rl.generation.config import GeneratorConfig
@@ -64,6 +65,19 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
     from terminal_rl.sandbox.runtime.sandbox import SandboxFactory
 
     config = GeneratorConfig.from_node(cfg.generator)
+    sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
+    # Before any LLM call: a base image the Dockerfiles may name but this engine cannot provide is the
+    # set-up's problem, never a candidate's to repair.
+    with console.rich.status(f"base images the Dockerfiles may use: {', '.join(config.base_images)}"):
+        unmatched = provide_node_images(docker_client(sandbox.docker_host), sandbox, config.base_images, run).unmatched
+    if unmatched:
+        raise SystemExit(
+            "generate: generator.base_images names images this machine cannot provide: " + "; ".join(unmatched.values())
+        )
+    # Then one tiny call: a wrong key, model or parameter stops the run here, named.
+    problem = await endpoint_problem(config.llm)
+    if problem:
+        raise SystemExit(f"generate: the generator's model does not answer: {problem}")
     work_dir = project_path(cfg.work_dir)
     store = CandidateStore(work_dir)
     candidates = store.candidates(
@@ -76,15 +90,6 @@ async def llm_pipeline(cfg: DictConfig, console: Console) -> dict:
         agent.limits,
         work_dir / "solve" / "results.jsonl",
     )
-    sandbox, run = SandboxConfig.from_node(cfg.sandbox), RunContext.from_config(cfg.run)
-    # Before any LLM call: a base image the Dockerfiles may name but this engine cannot provide is the
-    # set-up's problem, never a candidate's to repair.
-    with console.rich.status(f"base images the Dockerfiles may use: {', '.join(config.base_images)}"):
-        unmatched = provide_node_images(docker_client(sandbox.docker_host), sandbox, config.base_images, run).unmatched
-    if unmatched:
-        raise SystemExit(
-            "generate: generator.base_images names images this machine cannot provide: " + "; ".join(unmatched.values())
-        )
     async with SandboxFactory(sandbox, run) as factory:
         pipeline = Pipeline(
             config,

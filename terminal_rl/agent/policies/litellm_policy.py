@@ -14,7 +14,7 @@ import asyncio
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from terminal_rl.agent.policies.base import ContextExhausted, Policy, PolicyError, PolicySession, Reply
 from terminal_rl.agent.tokens import SequenceLimits, turn_room
@@ -58,6 +58,29 @@ def request_params(model: str, base_url: str, api_key: str | None, temperature: 
         "max_tokens": max_tokens,
         "drop_params": True,
     }
+
+
+# What to fix for the errors litellm maps a refused probe to.
+_FIXES = {
+    "AuthenticationError": "the key is refused: set the variable api_key_env names, or name the right one",
+    "PermissionDeniedError": "the key may not use this model",
+    "NotFoundError": "the endpoint does not serve this model: check the model name (and its provider prefix)",
+    "BadRequestError": "the endpoint refused the request's parameters",
+    "APIConnectionError": "nothing answers at base_url: check it (and the proxy)",
+    "Timeout": "the endpoint did not answer in time",
+}
+
+
+async def endpoint_problem(config: LiteLLMConfig) -> str | None:
+    """One tiny call before a run spends anything: None when the endpoint answers, else what failed and
+    what to fix (key, model, parameter, address)."""
+    probe = LiteLLMPolicy(replace(config, max_retries=0, timeout_sec=min(config.timeout_sec, 60.0)))
+    try:
+        await probe.complete([{"role": "user", "content": "Reply with the word ok."}], 8)
+    except PolicyError as error:
+        fix = _FIXES.get(type(error.__cause__).__name__)
+        return f"{error}" + (f" ({fix})" if fix else "")
+    return None
 
 
 class LiteLLMPolicy(Policy):
