@@ -53,6 +53,9 @@ def funnel(candidates: list[Candidate], stage_seconds: dict[str, float]) -> dict
         "stage_seconds": stage_seconds,
         "candidates_per_minute_stages_2_3": 60 * through / stage_2_3_sec if stage_2_3_sec else None,
         "accepted_tasks": sorted(c.id for c in accepted),
+        # What the accepted tasks cover: per category, and per difficulty band of the solve filter.
+        "accepted_by_category": dict(Counter(c.spec["category"] for c in accepted).most_common()),
+        "accepted_by_difficulty": dict(Counter(c.solve["difficulty"] for c in accepted).most_common()),
     }
 
 
@@ -68,6 +71,10 @@ def print_funnel(report: dict, console: Console) -> None:
     console.print(table)
     for reason, n in report["drop_reasons"].items():
         console.print(f"  dropped at {reason}: {n}")
+    if report["accepted"]:
+        for key in ("category", "difficulty"):
+            shares = ", ".join(f"{name} {n}" for name, n in report[f"accepted_by_{key}"].items())
+            console.print(f"  accepted by {key}: {shares}")
     for reason, n in report["waiting"].items():
         console.print(f"  waiting at {reason}: {n} (a rerun of the same command continues them)")
     llm = report["llm"]

@@ -182,6 +182,7 @@ def test_generation_funnel_end_to_end(tmp_path, sandbox_config, run_context):
     work = tmp_path / "gen" / "generation"
     report = json.loads((work / "report.json").read_text())
     assert report["accepted_tasks"] == ["gen-s0-00000", "gen-s0-00001"]
+    assert sum(report["accepted_by_category"].values()) == sum(report["accepted_by_difficulty"].values()) == 2
     drops = {d["candidate"]: (d["stage"], d["reason"]) for d in report["dropped"]}
     assert drops == {
         "gen-s0-00002": ("completion", "completion tests never passed"),
