@@ -90,6 +90,7 @@ VERL_PREFIXES = (
     "training/global_step",
     "training/num_turns/",
     "training/off_policy/",
+    "training/filter_groups/",
     "training/rollout_",
     "val-core/",
     "val-aux/",

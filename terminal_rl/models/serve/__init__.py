@@ -2,7 +2,7 @@
 evaluating small models where vLLM cannot run (no GPU). It speaks the part of vLLM's OpenAI server
 that ``policy=token`` uses, so evaluation code and tests see one schema.
 
-    python -m terminal_rl.models.serve model=FOLDER port=8000 [served_model_name=policy]
+    python -m terminal_rl.models.serve model_dir=FOLDER port=8000 [served_model_name=policy]
 
 ``POST /v1/completions`` takes the prompt as token ids and answers vLLM 0.24's non-streaming
 ``CompletionResponse`` (read from its wheel, ``vllm/entrypoints/openai/completion/protocol.py``):
