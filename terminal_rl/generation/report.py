@@ -55,7 +55,9 @@ def funnel(candidates: list[Candidate], stage_seconds: dict[str, float]) -> dict
         "accepted_tasks": sorted(c.id for c in accepted),
         # What the accepted tasks cover: per category, and per difficulty band of the solve filter.
         "accepted_by_category": dict(Counter(c.spec["category"] for c in accepted).most_common()),
-        "accepted_by_difficulty": dict(Counter(c.solve["difficulty"] for c in accepted).most_common()),
+        "accepted_by_difficulty": dict(
+            Counter((c.solve or {}).get("difficulty", "unrated") for c in accepted).most_common()
+        ),
     }
 
 

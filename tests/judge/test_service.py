@@ -34,7 +34,7 @@ def test_malformed_then_corrected(judge_config, tmp_path):
         judgement = run(service(judge_config, server, tmp_path).judge(request()))
     assert judgement.score == 1.0 and judgement.calls == 2
     correction = server.requests[1]["messages"][-1]["content"]
-    assert correction.startswith("Your answer is not valid: not a single JSON object")
+    assert correction.startswith("Your answer is not valid: the reply holds no JSON object")
 
 
 def test_garbage_twice_is_missing_not_zero(judge_config, tmp_path):
@@ -42,7 +42,7 @@ def test_garbage_twice_is_missing_not_zero(judge_config, tmp_path):
         judge = service(judge_config, server, tmp_path)
         judgement = run(judge.judge(request()))
     assert judgement.score is None
-    assert judgement.missing_reason.startswith("unparseable verdict: not a single JSON object")
+    assert judgement.missing_reason.startswith("unparseable verdict: the reply holds no JSON object")
     assert judge.stats.missing == 1 and judge.stats.judged == 0
 
 
