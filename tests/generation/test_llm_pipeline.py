@@ -129,31 +129,32 @@ def scripted_generator(body):
     return f"{thinking}Here is the {stage}:\n```json\n{answer}\n```"
 
 
-def generate(root, server, script):
+def run_generate(*overrides):
+    """``python -m terminal_rl.generate source=llm`` with ``overrides``, as a user runs it."""
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "terminal_rl.generate",
-            "source=llm",
-            "run.id=gen",
-            f"run.output_root={root}",
-            "generator.candidates=6",
-            "generator.repair_rounds=2",
-            "generator.solve_attempts=2",
-            "generator.solve_concurrency=2",
-            "generator.concurrency=3",
-            "generator.llm.model=openai/generator",
-            f"generator.llm.base_url={server.base_url}",
-            "generator.llm.api_key_env=",
-            "policy=scripted",
-            f"policy.script={script}",
-        ],
+        [sys.executable, "-m", "terminal_rl.generate", "source=llm", *overrides],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
         timeout=900,
+    )
+
+
+def generate(root, server, script):
+    return run_generate(
+        "run.id=gen",
+        f"run.output_root={root}",
+        "generator.candidates=6",
+        "generator.repair_rounds=2",
+        "generator.solve_attempts=2",
+        "generator.solve_concurrency=2",
+        "generator.concurrency=3",
+        "generator.llm.model=openai/generator",
+        f"generator.llm.base_url={server.base_url}",
+        "generator.llm.api_key_env=",
+        "policy=scripted",
+        f"policy.script={script}",
     )
 
 
@@ -235,24 +236,13 @@ def test_a_wrong_key_fails_the_run_within_one_call_and_names_the_fix(tmp_path):
     """The endpoint refuses the key (401): the run stops at its one probe call, before any candidate
     or image, and says what to fix."""
     with FakeLLMServer(lambda body: Fault(401)) as server:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "terminal_rl.generate",
-                "source=llm",
-                "run.id=wrongkey",
-                f"run.output_root={tmp_path}",
-                "generator.candidates=3",
-                "generator.llm.model=openai/generator",
-                f"generator.llm.base_url={server.base_url}",
-                "generator.llm.api_key_env=",
-            ],
-            cwd=PROJECT_ROOT,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "COLUMNS": "200"},
-            timeout=300,
+        result = run_generate(
+            "run.id=wrongkey",
+            f"run.output_root={tmp_path}",
+            "generator.candidates=3",
+            "generator.llm.model=openai/generator",
+            f"generator.llm.base_url={server.base_url}",
+            "generator.llm.api_key_env=",
         )
         calls = len(server.requests)
     assert result.returncode != 0 and calls == 1, result.stdout[-2000:]
@@ -263,24 +253,13 @@ def test_a_wrong_key_fails_the_run_within_one_call_and_names_the_fix(tmp_path):
 
 def test_a_base_image_this_machine_cannot_provide_stops_the_run_before_any_llm_call(tmp_path):
     with FakeLLMServer(lambda body: "{}") as server:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "terminal_rl.generate",
-                "source=llm",
-                "run.id=nobase",
-                f"run.output_root={tmp_path}",
-                "generator.candidates=2",
-                "generator.base_images=[registry.example/nosuch:1]",
-                f"generator.llm.base_url={server.base_url}",
-                "generator.llm.api_key_env=",
-            ],
-            cwd=PROJECT_ROOT,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "COLUMNS": "200"},
-            timeout=300,
+        result = run_generate(
+            "run.id=nobase",
+            f"run.output_root={tmp_path}",
+            "generator.candidates=2",
+            "generator.base_images=[registry.example/nosuch:1]",
+            f"generator.llm.base_url={server.base_url}",
+            "generator.llm.api_key_env=",
         )
         calls = len(server.requests)
     assert result.returncode != 0 and calls == 0, result.stdout[-2000:]
