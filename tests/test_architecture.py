@@ -20,7 +20,7 @@ FLOORS = (
     ("training",),
     ("integrations",),
     ("launch",),
-    ("train", "preflight", "evaluate", "filter", "generate", "sft", "export"),
+    ("train", "preflight", "evaluate", "filter", "generate", "sft", "dpo", "export"),
 )
 
 

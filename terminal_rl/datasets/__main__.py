@@ -33,44 +33,25 @@ def settings_from(cfg: DictConfig):
         dpo_rejected_max=cfg.dpo.rejected_max,
         dpo_max_pairs=cfg.dpo.max_pairs_per_group,
         forged_filter=cfg.forged_filter.enabled,
+        prm_max_episodes=cfg.prm.max_episodes,
     )
 
 
 def step_scorer(cfg: DictConfig):
-    """(episode -> PRM records, the judge's usage so far), scored by the judge's model (``prm.enabled``)."""
-    from terminal_rl.agent.policies.base import PolicyError
-    from terminal_rl.agent.policies.json_chat import JsonChat
-    from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig
-    from terminal_rl.agent.policies.model_json import MalformedReply
-    from terminal_rl.datasets.prm import divergence_step, prm_records, score_episode
+    """The PRM step scorer: the judge's model through a judge service whose cache is the output
+    run's (``<run>/judge``), so a rebuild asks nothing twice."""
+    from terminal_rl.config import to_dataclass
+    from terminal_rl.datasets.prm import StepScorer
+    from terminal_rl.judge.service import JudgeConfig, JudgeService
+    from terminal_rl.run_context import RunContext
 
-    judge, prm = cfg.judge, cfg.prm
-    chat = JsonChat(
-        LiteLLMConfig(
-            judge.model,
-            judge.base_url,
-            judge.api_key_env,
-            judge.temperature,
-            judge.max_retries,
-            judge.timeout_sec,
-            prm.concurrency,
-        ),
-        judge.max_tokens,
+    judge = to_dataclass(cfg.judge, JudgeConfig)
+    return StepScorer(
+        JudgeService(judge, RunContext.from_config(cfg.run).judge_control_dir),
+        cfg.prm.rubric,
+        cfg.prm.divergence_max_score,
+        (judge.max_model_chars, judge.max_observation_chars),
     )
-    usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
-
-    async def score(episode):
-        """The episode's PRM records, or the reason the judge gave none (the build goes on)."""
-        try:
-            steps = await score_episode(
-                chat, episode, prm.rubric, usage, (judge.max_model_chars, judge.max_observation_chars)
-            )
-        except (MalformedReply, PolicyError) as error:
-            return f"{type(error).__name__}: {error}"
-        divergence = divergence_step([s["score"] for s in steps], episode.score == 1.0, prm.divergence_max_score)
-        return prm_records(episode, steps, divergence, prm.rubric)
-
-    return score, usage
 
 
 def convert(cfg: DictConfig) -> None:
@@ -114,10 +95,11 @@ def main(cfg: DictConfig) -> None:
         convert(cfg)
         return
     settings = settings_from(cfg)
-    summary = build(settings, *(step_scorer(cfg) if cfg.prm.enabled else ()))
+    summary = build(settings, step_scorer(cfg) if cfg.prm.enabled else None)
     print(
         f"{summary['episodes']} episodes -> {summary['sft_records']} SFT records ({summary['sft_tasks']} tasks), "
-        f"{summary['dpo_pairs']} DPO pairs, {summary['prm_records']} PRM records; {summary['removed']} forged-fixture "
+        f"{summary['dpo_pairs']} DPO pairs, {summary['prm_records']} PRM records ({summary['prm_episodes']} episodes); "
+        f"{summary['removed']} forged-fixture "
         f"episodes removed (removed.jsonl) -> {summary['out_dir']}"
     )
     if cfg.upload.repo_id:

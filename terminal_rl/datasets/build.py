@@ -10,8 +10,9 @@ from pathlib import Path
 
 from terminal_rl.agent.tokens import ChatTokenizer, load_tokenizer
 from terminal_rl.datasets.forged import flag_forged
+from terminal_rl.datasets.prm import StepScorer
 from terminal_rl.datasets.records import dpo_record, sft_records
-from terminal_rl.datasets.selection import select_dpo, select_sft
+from terminal_rl.datasets.selection import select_dpo, select_prm, select_sft
 from terminal_rl.datasets.sources import Episode, results_episodes, run_episodes
 from terminal_rl.datasets.writer import remove_dataset, write_dataset
 
@@ -38,12 +39,13 @@ class BuildSettings:
     dpo_rejected_max: float
     dpo_max_pairs: int
     forged_filter: bool
+    # At most this many episodes are scored step by step (PRM), spread over tasks.
+    prm_max_episodes: int
 
 
-def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> dict:
+def build(settings: BuildSettings, prm: StepScorer | None = None) -> dict:
     """Write the datasets and ``removed.jsonl``; returns the summary (also ``summary.json``).
-    ``prm``: an async callable episode -> its PRM records or why there are none, or None (no PRM dataset);
-    ``prm_usage``: the judge's requests, tokens and cost it adds to (reported in the summary)."""
+    ``prm``: the judge's step scorer, or None (no PRM dataset)."""
     missing = [str(run_dir) for run_dir in settings.runs if not run_dir.is_dir()]
     if missing:
         raise FileNotFoundError(f"run directories {missing} do not exist")
@@ -85,7 +87,8 @@ def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> d
             "chosen_meta / rejected_meta": "as the sft record fields",
         },
     )
-    prm_rows, prm_failures = asyncio.run(_prm_rows(prm, episodes)) if prm else ([], {})
+    prm_episodes = select_prm(episodes, settings.prm_max_episodes) if prm else []
+    prm_rows, prm_failures = asyncio.run(_prm_rows(prm, prm_episodes)) if prm else ([], {})
     remove_dataset(out, "prm")
     if prm:
         write_dataset(
@@ -93,7 +96,8 @@ def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> d
             "prm",
             prm_rows,
             "Per-step scores (1-5) of episodes from the judge's step rubric.",
-            "every scored episode with at least one turn; divergence: first step scored low in a failing episode",
+            f"at most {settings.prm_max_episodes} episodes with turns, spread over tasks, failing ones first; "
+            "divergence: first step scored low in a failing episode",
             runs,
             {
                 "prefix": "the model's earlier turns",
@@ -123,8 +127,9 @@ def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> d
         "sft_tasks": len(sft),
         "dpo_pairs": len(dpo_rows),
         "prm_records": len(prm_rows),
+        "prm_episodes": len(prm_episodes),
         "prm_failures": prm_failures,
-        "prm_usage": prm_usage or {},
+        "prm_usage": prm.usage() if prm else {},
         "removed": len(flags),
         "out_dir": str(out),
     }
@@ -132,10 +137,9 @@ def build(settings: BuildSettings, prm=None, prm_usage: dict | None = None) -> d
     return summary
 
 
-async def _prm_rows(prm, episodes: list[Episode]) -> tuple[list[dict], dict[str, str]]:
-    """PRM records of every episode with turns (forged ones too: their steps deserve low scores), and
-    episode id -> why the judge gave none."""
-    scored = [e for e in episodes if e.trajectory.turns]
-    results = await asyncio.gather(*(prm(e) for e in scored))
+async def _prm_rows(prm: StepScorer, episodes: list[Episode]) -> tuple[list[dict], dict[str, str]]:
+    """PRM records of the episodes (forged ones too: their steps deserve low scores), and episode id ->
+    why the judge gave none."""
+    results = await asyncio.gather(*(prm.records(e) for e in episodes))
     rows = [row for result in results if isinstance(result, list) for row in result]
-    return rows, {e.id: result for e, result in zip(scored, results) if isinstance(result, str)}
+    return rows, {e.id: result for e, result in zip(episodes, results) if isinstance(result, str)}

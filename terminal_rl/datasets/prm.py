@@ -1,17 +1,20 @@
 """Process-reward records: every step of an episode scored 1-5 by the judge's model with a versioned
 step rubric (``prompts/step_rubric.<version>.md``), and the divergence step of failing episodes
-(their first step scored at most ``divergence_max_score``). Optional: off without a judge.
+(their first step scored at most ``divergence_max_score``). Optional: off without a judge. The
+scores are asked through the judge service, so its cache (a rebuild asks nothing again), budget and
+retries hold.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from terminal_rl.agent.policies.json_chat import JsonChat
 from terminal_rl.agent.policies.model_json import MalformedReply, reply_object
 from terminal_rl.datasets.records import describe
 from terminal_rl.datasets.sources import Episode
 from terminal_rl.judge.render import judge_messages, render_trajectory
+from terminal_rl.judge.service import Answer, JudgeService
 
 PROMPTS = Path(__file__).parent / "prompts"
 
@@ -62,9 +65,9 @@ def prm_records(episode: Episode, steps: list[dict], divergence: int | None, rub
 
 
 async def score_episode(
-    chat: JsonChat, episode: Episode, rubric_version: str, usage: dict[str, float], max_chars: tuple[int, int]
-) -> list[dict]:
-    """The step scores of one episode, asked of the judge's model (one request, one correction)."""
+    judge: JudgeService, episode: Episode, rubric_version: str, max_chars: tuple[int, int]
+) -> Answer:
+    """The step scores of one episode (``value``: [{step, score, reason}]), or why there are none."""
     trajectory = episode.trajectory
     task_prompt = next((m["content"] for m in trajectory.messages if m["role"] == "user"), "")
     messages = judge_messages(
@@ -73,5 +76,30 @@ async def score_episode(
         "a Linux container; the agent runs as root",
         render_trajectory(trajectory, *max_chars),
     )
-    steps, _ = await chat.ask(messages, lambda text: parse_step_scores(text, len(trajectory.turns)), usage)
-    return steps
+    steps = len(trajectory.turns)
+    return await judge.ask(f"step_rubric.{rubric_version}", messages, lambda text: parse_step_scores(text, steps))
+
+
+@dataclass(frozen=True)
+class StepScorer:
+    """The PRM records of episodes, scored by the judge's model with the step rubric ``rubric``."""
+
+    judge: JudgeService
+    rubric: str
+    divergence_max_score: int
+    # Truncation of the rendered trajectory: (model text, observation) characters.
+    max_chars: tuple[int, int]
+
+    async def records(self, episode: Episode) -> list[dict] | str:
+        """The episode's PRM records, or why the judge gave none (the build goes on)."""
+        answer = await score_episode(self.judge, episode, self.rubric, self.max_chars)
+        if answer.value is None:
+            return answer.missing_reason
+        divergence = divergence_step(
+            [s["score"] for s in answer.value], episode.score == 1.0, self.divergence_max_score
+        )
+        return prm_records(episode, answer.value, divergence, self.rubric)
+
+    def usage(self) -> dict:
+        """The judge's requests, cache hits, tokens and cost so far."""
+        return asdict(self.judge.stats)

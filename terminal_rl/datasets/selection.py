@@ -5,6 +5,8 @@ the group whose rewards spread most (the signal was clearest there), then the hi
 DPO: per run, task version and step (the same weights), pairs of a chosen episode (score >= ``chosen_min``) and a
 rejected one
 (score < ``rejected_max``): the best chosen with the worst rejected, and so on, at most ``max_pairs``.
+PRM: at most ``max_episodes`` episodes with turns, spread over tasks (one of each task in turn), a
+task's failing episodes first (their divergence step is what a process reward model learns from).
 """
 
 from __future__ import annotations
@@ -50,3 +52,16 @@ def select_dpo(
         rejected = sorted((e for e in group if e.score < rejected_max), key=lambda e: e.score)
         pairs += list(zip(chosen, rejected))[:max_pairs]
     return pairs
+
+
+def select_prm(episodes: list[Episode], max_episodes: int) -> list[Episode]:
+    """The episodes the judge scores step by step, in the order of ``episodes`` within a task (0: none)."""
+    by_task: dict[str, list[Episode]] = defaultdict(list)
+    for episode in episodes:
+        if episode.trajectory.turns:
+            by_task[episode.task_id].append(episode)
+    queues = [sorted(group, key=lambda e: e.score == 1.0) for _, group in sorted(by_task.items())]
+    chosen: list[Episode] = []
+    for rank in range(max((len(q) for q in queues), default=0)):
+        chosen += [queue[rank] for queue in queues if rank < len(queue)]
+    return chosen[:max_episodes]

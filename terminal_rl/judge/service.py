@@ -2,11 +2,13 @@
 
 Hosted once per run (in training a named Ray actor, see ``ray_actor.py``; in evaluation and
 calibration in-process), so the cache and the budget hold across every rollout worker and node.
-It is only ever called after the rollout's container is gone.
+It is only ever called after the rollout's container is gone. Besides the outcome rubric's verdicts
+it answers other prompts of the judge's model through the same machinery (``ask``: the PRM step
+scores of the datasets).
 
 Reliability: retries with exponential backoff on rate limits, timeouts and server errors; a verdict
 that does not parse is sent back once with the error; anything else is *missing* (never scored 0).
-Cost control: a cache keyed by (rubric version, backend, rendered trajectory), persisted as JSON
+Cost control: a cache keyed by (prompt version, backend, the messages asked), persisted as JSON
 lines in the run's judge directory; a token and/or dollar budget; optionally, judging only groups
 whose test scores do not already separate the rollouts.
 """
@@ -18,14 +20,18 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
+from terminal_rl.agent.policies.model_json import MalformedReply
 from terminal_rl.judge.backend import JudgeBackend, read_backend
 from terminal_rl.judge.render import judge_messages
-from terminal_rl.judge.rubric import VerdictError, parse_verdict, rubric_text
+from terminal_rl.judge.rubric import parse_verdict, rubric_text
 
 log = logging.getLogger(__name__)
+A = TypeVar("A", bound="Asked")
 CACHE_FILE = "cache.jsonl"
 # litellm exception class names worth a retry (the rest, e.g. authentication, are not).
 RETRYABLE = {
@@ -71,16 +77,12 @@ class JudgeRequest:
     rendered: str
 
 
-@dataclass
-class Judgement:
-    """One grade, or why there is none (``score`` None = missing: never treat it as 0)."""
+@dataclass(kw_only=True)
+class Asked:
+    """What one question to the judge's model cost, and why it has no answer (``missing_reason`` set:
+    missing, never a low grade)."""
 
-    score: float | None
     backend: str
-    parts: dict[str, float] = field(default_factory=dict)
-    modifiers: dict[str, float] = field(default_factory=dict)
-    penalties: dict[str, float] = field(default_factory=dict)
-    rationale: str = ""
     missing_reason: str = ""
     cached: bool = False
     calls: int = 0
@@ -91,6 +93,24 @@ class Judgement:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(kw_only=True)
+class Judgement(Asked):
+    """One grade by the outcome rubric (``score`` None = missing: never treat it as 0)."""
+
+    score: float | None = None
+    parts: dict[str, float] = field(default_factory=dict)
+    modifiers: dict[str, float] = field(default_factory=dict)
+    penalties: dict[str, float] = field(default_factory=dict)
+    rationale: str = ""
+
+
+@dataclass(kw_only=True)
+class Answer(Asked):
+    """The parsed reply to a prompt of the caller's (``JudgeService.ask``); None when missing."""
+
+    value: Any = None
 
 
 @dataclass
@@ -134,12 +154,25 @@ class JudgeService:
         return list(await asyncio.gather(*(self.judge(r, backend) for r in requests)))
 
     async def judge(self, request: JudgeRequest, backend: JudgeBackend | None = None) -> Judgement:
+        """A grade of one trajectory by the outcome rubric."""
+        messages = judge_messages(self.rubric, request.task_prompt, request.environment, request.rendered)
+        return await self._asked(Judgement, backend or self.backend, self.config.rubric, messages, _verdict_fields)
+
+    async def ask(self, prompt_version: str, messages: list[dict], parse: Callable[[str], Any]) -> Answer:
+        """``parse(reply)`` of the active backend's reply to ``messages`` (a prompt of the caller's, named
+        by ``prompt_version`` in the cache key), through the same cache, budget, retries and one
+        correction round as a verdict. ``parse`` raises ``MalformedReply`` for an unusable reply and
+        returns a JSON-serialisable value (it is cached)."""
+        return await self._asked(Answer, self.backend, prompt_version, messages, lambda text: {"value": parse(text)})
+
+    async def _asked(self, kind: type[A], backend: JudgeBackend, prompt_version: str, messages, fields) -> A:
+        """An answer of ``kind`` with the fields ``fields(reply)`` gives: from the cache, refused by the
+        budget, or asked of ``backend``."""
         self.stats.requests += 1
-        backend = backend or self.backend
-        key = self.cache_key(backend, request)
+        key = self.cache_key(prompt_version, backend, messages)
         if key in self._cache:
             self.stats.cache_hits += 1
-            return Judgement(**{**self._cache[key], "cached": True})
+            return kind(**{**self._cache[key], "cached": True})
         if not self.budget_left():
             self.stats.budget_refusals += 1
             self.stats.missing += 1
@@ -148,33 +181,35 @@ class JudgeService:
                 self.stats.cost_usd,
                 self.stats.prompt_tokens + self.stats.completion_tokens,
             )
-            return Judgement(None, backend.label, missing_reason="budget exhausted")
+            return kind(backend=backend.label, missing_reason="budget exhausted")
+        answer = kind(backend=backend.label)
+        started = time.monotonic()
         async with self._slots:
-            judgement = await self._grade(backend, request)
-        self._account(judgement)
-        if judgement.score is not None:
-            self._cache[key] = judgement.to_dict()
-            self._append_cache(key, judgement)
-        return judgement
+            parsed = await self._answer(backend, messages, fields, answer)
+        answer.latency_sec = time.monotonic() - started
+        for name, value in (parsed or {}).items():
+            setattr(answer, name, value)
+        self._account(answer)
+        if parsed is not None:
+            self._cache[key] = answer.to_dict()
+            self._append_cache(key, answer)
+        return answer
 
-    def cache_key(self, backend: JudgeBackend, request: JudgeRequest) -> str:
-        content = json.dumps(
-            [self.config.rubric, backend.label, request.task_prompt, request.environment, request.rendered]
-        )
+    def cache_key(self, prompt_version: str, backend: JudgeBackend, messages: list[dict]) -> str:
+        content = json.dumps([prompt_version, backend.label, messages])
         return hashlib.sha256(content.encode()).hexdigest()
 
-    async def _grade(self, backend: JudgeBackend, request: JudgeRequest) -> Judgement:
-        messages = judge_messages(self.rubric, request.task_prompt, request.environment, request.rendered)
-        judgement = Judgement(None, backend.label)
-        started = time.monotonic()
-        for attempt in range(2):  # the answer, and one correction after a format error
-            text = await self._call(backend, messages, judgement)
+    async def _answer(self, backend: JudgeBackend, messages: list[dict], fields, answer: Asked) -> dict | None:
+        """``fields(reply)``, with one correction request after an unusable reply; None (the reason in
+        ``answer.missing_reason``) when the backend gave nothing usable."""
+        for _ in range(2):  # the answer, and one correction after a format error
+            text = await self._call(backend, messages, answer)
             if text is None:
-                break
+                return None
             try:
-                verdict = parse_verdict(text)
-            except VerdictError as error:
-                judgement.missing_reason = f"unparseable verdict: {error}"
+                parsed = fields(text)
+            except MalformedReply as error:
+                answer.missing_reason = f"unparseable reply: {error}"
                 messages = [
                     *messages,
                     {"role": "assistant", "content": text},
@@ -185,18 +220,11 @@ class JudgeService:
                     },
                 ]
                 continue
-            judgement.score, judgement.missing_reason = verdict.score, ""
-            judgement.parts, judgement.modifiers, judgement.penalties = (
-                verdict.parts,
-                verdict.modifiers,
-                verdict.penalties,
-            )
-            judgement.rationale = verdict.rationale
-            break
-        judgement.latency_sec = time.monotonic() - started
-        return judgement
+            answer.missing_reason = ""
+            return parsed
+        return None
 
-    async def _call(self, backend: JudgeBackend, messages: list[dict], judgement: Judgement) -> str | None:
+    async def _call(self, backend: JudgeBackend, messages: list[dict], answer: Asked) -> str | None:
         """One answer from the backend, retrying transient failures; None (reason recorded) on failure."""
         from terminal_rl.agent.policies.litellm_policy import quiet_litellm, request_params
 
@@ -204,7 +232,7 @@ class JudgeService:
 
         config = self.config
         for attempt in range(config.max_retries + 1):
-            judgement.calls += 1
+            answer.calls += 1
             self.stats.calls += 1
             try:
                 response = await litellm.acompletion(
@@ -217,28 +245,28 @@ class JudgeService:
                 )
             except Exception as error:  # litellm maps provider errors to its own exception types
                 name = type(error).__name__
-                judgement.missing_reason = f"{name}: {str(error)[:200]}"
+                answer.missing_reason = f"{name}: {str(error)[:200]}"
                 if name not in RETRYABLE or attempt == config.max_retries:
                     return None
                 await asyncio.sleep(config.backoff_sec * 2**attempt)
                 continue
             usage = getattr(response, "usage", None)
-            judgement.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-            judgement.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+            answer.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+            answer.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
             try:
-                judgement.cost_usd += float(litellm.completion_cost(completion_response=response))
+                answer.cost_usd += float(litellm.completion_cost(completion_response=response))
             except Exception:  # models without a price table entry cost what the budget counts in tokens
                 pass
             return response.choices[0].message.content or ""
         return None
 
-    def _account(self, judgement: Judgement) -> None:
+    def _account(self, answer: Asked) -> None:
         stats = self.stats
-        stats.prompt_tokens += judgement.prompt_tokens
-        stats.completion_tokens += judgement.completion_tokens
-        stats.cost_usd += judgement.cost_usd
-        stats.latency_sec += judgement.latency_sec
-        if judgement.score is None:
+        stats.prompt_tokens += answer.prompt_tokens
+        stats.completion_tokens += answer.completion_tokens
+        stats.cost_usd += answer.cost_usd
+        stats.latency_sec += answer.latency_sec
+        if answer.missing_reason:
             stats.missing += 1
         else:
             stats.judged += 1
@@ -254,14 +282,25 @@ class JudgeService:
                 cache[entry["key"]] = entry["judgement"]
         return cache
 
-    def _append_cache(self, key: str, judgement: Judgement) -> None:
+    def _append_cache(self, key: str, answer: Asked) -> None:
         self.control_dir.mkdir(parents=True, exist_ok=True)
         with (self.control_dir / CACHE_FILE).open("a", encoding="utf-8") as out:
-            out.write(json.dumps({"key": key, "judgement": judgement.to_dict()}) + "\n")
+            out.write(json.dumps({"key": key, "judgement": answer.to_dict()}) + "\n")
 
     def metrics(self) -> dict[str, float]:
         """``judge/*`` figures for the trainer's metrics and reports."""
         return {f"judge/{name}": float(value) for name, value in asdict(self.stats).items()}
+
+
+def _verdict_fields(text: str) -> dict:
+    verdict = parse_verdict(text)
+    return {
+        "score": verdict.score,
+        "parts": verdict.parts,
+        "modifiers": verdict.modifiers,
+        "penalties": verdict.penalties,
+        "rationale": verdict.rationale,
+    }
 
 
 def _with_prompt_cache(model: str, messages: list[dict]) -> list[dict]:

@@ -69,15 +69,18 @@ def check_docker(job: TrainJob) -> list[str]:
     return []
 
 
-def check_judge_reachable(job: TrainJob, timeout_sec: float = 5) -> list[str]:
-    """The judge's endpoint accepts a connection from this node: the judge runs on any node of the
-    run, and a compute node may lack the login node's way out. Checked when the judge can be called
-    (an explicit ``judge.base_url``, or a set key); a host that does not answer would mean every
-    judged group falls back to its test scores."""
+def check_judge_answers(job: TrainJob, timeout_sec: float = 5) -> list[str]:
+    """The judge's endpoint accepts a connection from this node, then answers one tiny request: the
+    judge runs on any node of the run, and a compute node may lack the login node's way out; a key,
+    model or parameter the endpoint refuses names its fix. Checked when the judge can be called (an
+    explicit ``judge.base_url``, or a set key); otherwise every judged group would fall back to its
+    test scores."""
+    import asyncio
     import socket
     from urllib.parse import urlsplit
     from urllib.request import getproxies, proxy_bypass
 
+    from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, endpoint_problem
     from terminal_rl.judge.backend import JudgeBackend
 
     if job.judge is None:
@@ -103,7 +106,10 @@ def check_judge_reachable(job: TrainJob, timeout_sec: float = 5) -> list[str]:
             f"{through}: {error}; give this node a way out (proxy, firewall) or point judge.base_url at an "
             "endpoint it reaches"
         ]
-    return []
+    judge = job.judge
+    probe = LiteLLMConfig(judge.model, judge.base_url, judge.api_key_env, judge.temperature, 0, judge.timeout_sec, 1)
+    problem = asyncio.run(endpoint_problem(probe))
+    return [f"the judge's model does not answer from {socket.gethostname()}: {problem}"] if problem else []
 
 
 def check_disk(job: TrainJob) -> list[str]:
@@ -280,7 +286,7 @@ NODE_CHECKS: tuple[NodeCheck, ...] = (
     check_sandbox_mounts,
     check_egress_network,
     check_flash_attention,
-    check_judge_reachable,
+    check_judge_answers,
 )
 
 

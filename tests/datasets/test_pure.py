@@ -9,7 +9,7 @@ from terminal_rl.agent.policies.model_json import MalformedReply
 from terminal_rl.agent.trajectory import Trajectory, Turn
 from terminal_rl.datasets.forged import flag_forged, forged_fixture
 from terminal_rl.datasets.prm import divergence_step, parse_step_scores
-from terminal_rl.datasets.selection import select_dpo, select_sft
+from terminal_rl.datasets.selection import select_dpo, select_prm, select_sft
 from terminal_rl.datasets.sources import Episode
 
 TURN = Turn(0, "<finish>\nmessage: x\n</finish>", [], [], None, None, 0.0, 0.0)
@@ -148,3 +148,15 @@ def test_step_scores_are_parsed_strictly_and_failing_episodes_get_a_divergence_s
     assert divergence_step([5, 4, 2, 1], passed=False, max_score=2) == 3
     assert divergence_step([5, 1], passed=True, max_score=2) is None
     assert divergence_step([5, 4], passed=False, max_score=2) is None
+
+
+def test_the_prm_cap_spreads_over_tasks_failing_episodes_first():
+    a_pass, a_fail, a_fail2 = episode("a", 1.0, line=1), episode("a", 0.0, line=2), episode("a", 0.2, line=3)
+    b_pass, c_fail = episode("b", 1.0, line=4), episode("c", 0.0, line=5)
+    no_turns = episode("d", 0.0, line=6)
+    no_turns.trajectory.turns.clear()
+    episodes = [a_pass, a_fail, a_fail2, b_pass, c_fail, no_turns]
+    assert select_prm(episodes, 3) == [a_fail, b_pass, c_fail], "one of each task first, its failing one first"
+    assert select_prm(episodes, 5) == [a_fail, b_pass, c_fail, a_fail2, a_pass]
+    assert select_prm(episodes, 99) == select_prm(episodes, 5), "episodes without turns are never scored"
+    assert select_prm(episodes, 0) == []

@@ -42,7 +42,7 @@ def test_garbage_twice_is_missing_not_zero(judge_config, tmp_path):
         judge = service(judge_config, server, tmp_path)
         judgement = run(judge.judge(request()))
     assert judgement.score is None
-    assert judgement.missing_reason.startswith("unparseable verdict: the reply holds no JSON object")
+    assert judgement.missing_reason.startswith("unparseable reply: the reply holds no JSON object")
     assert judge.stats.missing == 1 and judge.stats.judged == 0
 
 

@@ -27,7 +27,7 @@ OFFLINE = (
     "check_model_offline",
     "check_sandbox_mounts",
     "check_flash_attention",
-    "check_judge_reachable",
+    "check_judge_answers",
 )
 
 
@@ -284,40 +284,48 @@ def test_node_checks_name_a_disk_without_room():
     assert check_disk(train_job(train_config("hardware=cpu", "model=tiny", "hardware.min_free_disk_gb=1"))) == []
 
 
-def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach(monkeypatch):
-    """Loopback only: a listening port answers, a closed one is named; without a base_url or a key the
-    judge cannot be called, and nothing is sent (the provider's own host is only named)."""
+def test_node_checks_find_a_judge_endpoint_this_node_cannot_reach_or_use(monkeypatch):
+    """Loopback only: an endpoint that answers one tiny request passes, one that refuses the key is
+    named with the fix, a closed port is named; without a base_url or a key the judge cannot be
+    called, and nothing is sent (the provider's own host is only named)."""
     import socket
 
     from terminal_rl.judge.backend import JudgeBackend
-    from terminal_rl.training.node_checks import check_judge_reachable
+    from terminal_rl.training.node_checks import check_judge_answers
+    from tests.fake_llm_server import FakeLLMServer, Fault
     from tests.support import free_port
 
     for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
     judged = ("hardware=cpu", "model=tiny", "reward_mix=tests65_judge35")
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        live = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-        assert check_judge_reachable(train_job(train_config(*judged, f"judge.base_url={live}"))) == []
+    served = (*judged, "judge.model=openai/test-judge")
+    with FakeLLMServer(["ok"]) as server:
+        live = server.base_url
+        assert check_judge_answers(train_job(train_config(*served, f"judge.base_url={live}"))) == []
+    assert server.requests[0]["max_tokens"] == 8, "one tiny request"
+    with FakeLLMServer([Fault(401)]) as server:
+        [problem] = check_judge_answers(train_job(train_config(*served, f"judge.base_url={server.base_url}")))
+    assert "the judge's model does not answer from" in problem and "AuthenticationError" in problem
+    assert "the key is refused: set the variable api_key_env names" in problem and len(server.requests) == 1
     closed = f"http://127.0.0.1:{free_port()}/v1"
-    [problem] = check_judge_reachable(train_job(train_config(*judged, f"judge.base_url={closed}")))
+    [problem] = check_judge_answers(train_job(train_config(*judged, f"judge.base_url={closed}")))
     assert problem.startswith(
         f"the judge's endpoint {closed} (anthropic/claude-sonnet-4-20250514) does not answer from "
     )
     assert (
-        check_judge_reachable(
+        check_judge_answers(
             train_job(train_config("hardware=cpu", "model=tiny", "reward_mix=tests_only", f"judge.base_url={closed}"))
         )
         == []
     ), "the judge has no weight"
     # Behind the environment's proxy the proxy is what must answer (the judge's host is never looked up).
     monkeypatch.setenv("HTTPS_PROXY", closed.removesuffix("/v1"))
-    [problem] = check_judge_reachable(train_job(train_config(*judged, "judge.base_url=https://judge.invalid/v1")))
+    [problem] = check_judge_answers(train_job(train_config(*judged, "judge.base_url=https://judge.invalid/v1")))
     assert f"through the proxy {closed.removesuffix('/v1')}" in problem
     monkeypatch.delenv("HTTPS_PROXY")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: pytest.fail("no key, no base_url: no traffic"))
-    assert check_judge_reachable(train_job(train_config(*judged))) == []
+    assert check_judge_answers(train_job(train_config(*judged))) == []
     assert JudgeBackend("anthropic/claude-sonnet-4-20250514").endpoint() == "https://api.anthropic.com"
     assert JudgeBackend("openai/gpt-4o").endpoint().startswith("https://api.openai.com")
     assert JudgeBackend("openai/gpt-4o", base_url=live).endpoint() == live

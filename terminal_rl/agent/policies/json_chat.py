@@ -1,5 +1,6 @@
 """A chat model that must answer with one JSON object, given one correction request (the task
-generator's stages, the step scorer of the PRM dataset); the object is read by ``model_json.py``.
+generator's stages; the judge's prompts go through the judge service, ``terminal_rl/judge/service.py``,
+with the same reader and correction round); the object is read by ``model_json.py``.
 
 Calls go through our litellm policy (any litellm model string, key from the named environment
 variable); each call's tokens and cost are added to the caller's usage tally.

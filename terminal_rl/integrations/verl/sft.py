@@ -1,4 +1,5 @@
-"""Multi-turn SFT on verl's own SFT trainer (``verl.trainer.sft_trainer``), started under torchrun.
+"""Multi-turn SFT on verl's own SFT trainer (``verl.trainer.sft_trainer``), and DPO on it
+(``dpo_trainer.py``), started under torchrun.
 
 We write verl a config of its own (``verl_sft.yaml``: verl's ``sft_trainer_engine`` defaults with our
 keys on top, so verl composes and validates it), run it with the hardware preset's environment
@@ -11,6 +12,7 @@ into a plain model there).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,12 +28,24 @@ from terminal_rl.console import MetricsFollower
 from terminal_rl.integrations.verl.driver import PLUGIN
 from terminal_rl.integrations.verl.export import merge_checkpoint
 
+# A Python exception's last line in the trainer's output ("TypeError: ...").
+ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception): ")
 # Seconds between two step lines on the console (every step is in the metrics file).
 ECHO_EVERY_SEC = 5.0
 
 
+# What a step's console line shows: (label, metric, format), per trainer.
+SFT_LINE = (("loss", "train/loss", ".4f"), ("grad norm", "train/grad_norm", ".3f"), ("lr", "train/lr", ".2e"))
+DPO_LINE = (
+    ("loss", "train/loss", ".4f"),
+    ("margin", "dpo/margin", ".4f"),
+    ("accuracy", "dpo/accuracy", ".2f"),
+    ("grad norm", "train/grad_norm", ".3f"),
+)
+
+
 @dataclass(frozen=True)
-class SFTResult:
+class TrainerResult:
     model: Path
     losses: list[float]
     log: Path
@@ -47,24 +61,36 @@ def verl_sft_config(verl: DictConfig) -> dict:
     }
 
 
-def check_inputs(verl: DictConfig) -> None:
+def check_inputs(verl: DictConfig, kind: str) -> None:
     missing = [f for f in verl.data.train_files if not project_path(f).is_file()]
     if missing:
         raise FileNotFoundError(
-            f"SFT data {missing} not found: build it with `python -m terminal_rl.datasets "
-            f"run.id=...` or point verl.data.train_files at sft.parquet files"
+            f"{kind.upper()} data {missing} not found: build it with `python -m terminal_rl.datasets "
+            f"run.id=...` or point verl.data.train_files at {kind}.parquet files"
         )
     model = project_path(verl.model.path)
     if model.exists() and not (model / "config.json").is_file():
         raise FileNotFoundError(f"model.path {model} has no config.json (a Hugging Face model folder)")
 
 
-def run_sft(verl: DictConfig, hardware_env: dict, cpus_per_node: int, out: Path, echo=print) -> SFTResult:
+def run_sft(verl: DictConfig, hardware_env: dict, cpus_per_node: int, out: Path, echo=print) -> TrainerResult:
     """Run verl's SFT trainer (``verl``: the sft config's ``verl`` section, verl's own keys) to the
     end, in the hardware preset's environment (``hardware_env``); ``echo`` gets a step's line at most
     every ``ECHO_EVERY_SEC`` (the first step's at once). A model path that is not a local folder goes
     to verl as it is (a Hub id)."""
-    check_inputs(verl)
+    return _run("sft", "verl.trainer.sft_trainer", SFT_LINE, verl, hardware_env, cpus_per_node, out, echo)
+
+
+def run_dpo(verl: DictConfig, hardware_env: dict, cpus_per_node: int, out: Path, echo=print) -> TrainerResult:
+    """Run DPO on verl's SFT trainer (``dpo_trainer.py``; ``verl``: the dpo config's ``verl`` section),
+    as ``run_sft`` runs SFT."""
+    module = "terminal_rl.integrations.verl.dpo_trainer"
+    return _run("dpo", module, DPO_LINE, verl, hardware_env, cpus_per_node, out, echo)
+
+
+def _run(kind, module, line, verl, hardware_env, cpus_per_node, out, echo) -> TrainerResult:
+    """Run ``module`` (a trainer taking verl's ``--config-path``/``--config-name``) under torchrun."""
+    check_inputs(verl, kind)
     out.mkdir(parents=True, exist_ok=True)
     config_file, metrics, log = out / "verl_sft.yaml", out / "metrics.jsonl", out / "train.log"
     config_file.write_text(yaml.safe_dump(verl_sft_config(verl), sort_keys=False), encoding="utf-8")
@@ -86,7 +112,7 @@ def run_sft(verl: DictConfig, hardware_env: dict, cpus_per_node: int, out: Path,
         "--standalone",
         f"--nproc_per_node={verl.trainer.n_gpus_per_node}",
         "-m",
-        "verl.trainer.sft_trainer",
+        module,
         f"--config-path={out.resolve()}",
         f"--config-name={config_file.stem}",
     ]
@@ -100,10 +126,8 @@ def run_sft(verl: DictConfig, hardware_env: dict, cpus_per_node: int, out: Path,
             if time.monotonic() - last_echo[0] < ECHO_EVERY_SEC:
                 return
             last_echo[0] = time.monotonic()
-            echo(
-                f"sft step {step}: loss {data['train/loss']:.4f}  grad norm {data.get('train/grad_norm', 0):.3f}  "
-                f"lr {data.get('train/lr', 0):.2e}  tokens {int(data.get('train/global_tokens', 0))}"
-            )
+            shown = "  ".join(f"{label} {data.get(key, 0):{spec}}" for label, key, spec in line)
+            echo(f"{kind} step {step}: {shown}  tokens {int(data.get('train/global_tokens', 0))}")
 
     with log.open("w", encoding="utf-8") as output, MetricsFollower(metrics, on_step):
         process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
@@ -114,10 +138,14 @@ def run_sft(verl: DictConfig, hardware_env: dict, cpus_per_node: int, out: Path,
                 process.kill()
                 process.wait()
     if process.returncode != 0:
-        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
-        raise RuntimeError(f"verl's SFT trainer exited with {process.returncode}; full output: {log}\n{tail}")
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        # The trainer's own exception, not torchrun's ChildFailedError banner after it.
+        causes = [line for line in lines if ERROR_LINE.match(line) and "ChildFailedError" not in line]
+        cause = f" ({causes[-1].strip()})" if causes else ""
+        tail = "\n".join(lines[-30:])
+        raise RuntimeError(f"{tail}\n{module} exited with {process.returncode}{cause}; full output: {log}")
     model = _link_last_model(project_path(verl.trainer.default_local_dir), out / "model")
-    return SFTResult(model, losses, log)
+    return TrainerResult(model, losses, log)
 
 
 def _link_last_model(checkpoints: Path, link: Path) -> Path:

@@ -32,25 +32,14 @@ class TrainedTokensDataset(Dataset):
         self.samples: list[tuple[list[int], list[int]]] = []
         for path in files:
             table = pq.read_table(path, columns=["episode_id", "sample", "input_ids", "loss_mask"]).to_pylist()
-            self.samples += [self._checked(row, path) for row in table]
+            self.samples += [
+                checked_sample(row, f"{path}: episode {row['episode_id']} sample {row['sample']}", self.max_length)
+                for row in table
+            ]
         if max_samples > 0:
             self.samples = self.samples[:max_samples]
         if not self.samples:
             raise ValueError(f"no SFT samples in {files}")
-
-    def _checked(self, row: dict, path: str) -> tuple[list[int], list[int]]:
-        ids, mask = row["input_ids"], row["loss_mask"]
-        where = f"{path}: episode {row['episode_id']} sample {row['sample']}"
-        if len(ids) != len(mask):
-            raise ValueError(f"{where}: input_ids has {len(ids)} tokens but loss_mask {len(mask)}")
-        if not any(mask) or mask[0]:
-            raise ValueError(f"{where}: the loss mask must cover some model tokens and not the first token")
-        if len(ids) > self.max_length:
-            raise ValueError(
-                f"{where}: {len(ids)} tokens exceed data.max_length={self.max_length} (raise it; "
-                "a trajectory is never cut or packed)"
-            )
-        return ids, mask
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -62,3 +51,19 @@ class TrainedTokensDataset(Dataset):
             "position_ids": torch.arange(len(ids), dtype=torch.long),
             "loss_mask": torch.tensor(mask, dtype=torch.long),
         }
+
+
+def checked_sample(row: dict, where: str, max_length: int) -> tuple[list[int], list[int]]:
+    """A record's (input_ids, loss_mask), refused with ``where`` named when they cannot be trained as
+    they are (lengths differ, nothing to learn, the first token masked in, longer than ``max_length``)."""
+    ids, mask = row["input_ids"], row["loss_mask"]
+    if len(ids) != len(mask):
+        raise ValueError(f"{where}: input_ids has {len(ids)} tokens but loss_mask {len(mask)}")
+    if not any(mask) or mask[0]:
+        raise ValueError(f"{where}: the loss mask must cover some model tokens and not the first token")
+    if len(ids) > max_length:
+        raise ValueError(
+            f"{where}: {len(ids)} tokens exceed data.max_length={max_length} (raise it; a trajectory is never "
+            "cut or packed)"
+        )
+    return ids, mask
