@@ -46,6 +46,9 @@ def step_scorer(cfg: DictConfig):
     from terminal_rl.run_context import RunContext
 
     judge = to_dataclass(cfg.judge, JudgeConfig)
+    problem = judge.endpoint_problem()
+    if problem:
+        sys.exit(f"prm.enabled=true, but the judge's model does not answer: {problem}")
     return StepScorer(
         JudgeService(judge, RunContext.from_config(cfg.run).judge_control_dir),
         cfg.prm.rubric,

@@ -8,7 +8,7 @@ scores of the datasets).
 
 Reliability: retries with exponential backoff on rate limits, timeouts and server errors; a verdict
 that does not parse is sent back once with the error; anything else is *missing* (never scored 0).
-Cost control: a cache keyed by (prompt version, backend, the messages asked), persisted as JSON
+Cost control: a cache keyed by (prompt version, backend, what was asked), persisted as JSON
 lines in the run's judge directory; a token and/or dollar budget; optionally, judging only groups
 whose test scores do not already separate the rollouts.
 """
@@ -67,6 +67,13 @@ class JudgeConfig:
     @property
     def default_backend(self) -> JudgeBackend:
         return JudgeBackend(self.model, self.base_url, self.api_key_env)
+
+    def endpoint_problem(self) -> str | None:
+        """One tiny call to the judge's model: None when it answers, else what failed and its fix."""
+        from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, endpoint_problem
+
+        probe = LiteLLMConfig(self.model, self.base_url, self.api_key_env, self.temperature, 0, self.timeout_sec, 1)
+        return asyncio.run(endpoint_problem(probe))
 
 
 @dataclass(frozen=True)
@@ -155,49 +162,54 @@ class JudgeService:
 
     async def judge(self, request: JudgeRequest, backend: JudgeBackend | None = None) -> Judgement:
         """A grade of one trajectory by the outcome rubric."""
+        backend = backend or self.backend
         messages = judge_messages(self.rubric, request.task_prompt, request.environment, request.rendered)
-        return await self._asked(Judgement, backend or self.backend, self.config.rubric, messages, _verdict_fields)
+        key = self.cache_key(self.config.rubric, backend, [request.task_prompt, request.environment, request.rendered])
+        return await self._asked(Judgement, backend, key, messages, _verdict_fields)
 
     async def ask(self, prompt_version: str, messages: list[dict], parse: Callable[[str], Any]) -> Answer:
         """``parse(reply)`` of the active backend's reply to ``messages`` (a prompt of the caller's, named
         by ``prompt_version`` in the cache key), through the same cache, budget, retries and one
         correction round as a verdict. ``parse`` raises ``MalformedReply`` for an unusable reply and
         returns a JSON-serialisable value (it is cached)."""
-        return await self._asked(Answer, self.backend, prompt_version, messages, lambda text: {"value": parse(text)})
-
-    async def _asked(self, kind: type[A], backend: JudgeBackend, prompt_version: str, messages, fields) -> A:
-        """An answer of ``kind`` with the fields ``fields(reply)`` gives: from the cache, refused by the
-        budget, or asked of ``backend``."""
-        self.stats.requests += 1
+        backend = self.backend
         key = self.cache_key(prompt_version, backend, messages)
+        return await self._asked(Answer, backend, key, messages, lambda text: {"value": parse(text)})
+
+    async def _asked(self, kind: type[A], backend: JudgeBackend, key: str, messages, fields) -> A:
+        """An answer of ``kind`` with the fields ``fields(reply)`` gives: from the cache, refused by the
+        budget, or asked of ``backend``. The budget is checked once a slot is free and the cost counted
+        before the slot is let go, so calls waiting for a slot see what the ones before them spent (at
+        most ``concurrency`` calls in flight can overshoot it)."""
+        self.stats.requests += 1
         if key in self._cache:
             self.stats.cache_hits += 1
             return kind(**{**self._cache[key], "cached": True})
-        if not self.budget_left():
-            self.stats.budget_refusals += 1
-            self.stats.missing += 1
-            log.warning(
-                "JUDGE BUDGET EXHAUSTED (spent $%.4f, %d tokens): the judge is missing for this sample",
-                self.stats.cost_usd,
-                self.stats.prompt_tokens + self.stats.completion_tokens,
-            )
-            return kind(backend=backend.label, missing_reason="budget exhausted")
-        answer = kind(backend=backend.label)
-        started = time.monotonic()
         async with self._slots:
+            if not self.budget_left():
+                self.stats.budget_refusals += 1
+                self.stats.missing += 1
+                log.warning(
+                    "JUDGE BUDGET EXHAUSTED (spent $%.4f, %d tokens): the judge is missing for this sample",
+                    self.stats.cost_usd,
+                    self.stats.prompt_tokens + self.stats.completion_tokens,
+                )
+                return kind(backend=backend.label, missing_reason="budget exhausted")
+            answer, started = kind(backend=backend.label), time.monotonic()
             parsed = await self._answer(backend, messages, fields, answer)
-        answer.latency_sec = time.monotonic() - started
-        for name, value in (parsed or {}).items():
-            setattr(answer, name, value)
-        self._account(answer)
+            answer.latency_sec = time.monotonic() - started
+            for name, value in (parsed or {}).items():
+                setattr(answer, name, value)
+            self._account(answer)
         if parsed is not None:
             self._cache[key] = answer.to_dict()
             self._append_cache(key, answer)
         return answer
 
-    def cache_key(self, prompt_version: str, backend: JudgeBackend, messages: list[dict]) -> str:
-        content = json.dumps([prompt_version, backend.label, messages])
-        return hashlib.sha256(content.encode()).hexdigest()
+    def cache_key(self, prompt_version: str, backend: JudgeBackend, asked: list) -> str:
+        """(prompt version, backend, what was asked): a verdict's is its rubric version and request
+        fields (the key runs before this one wrote), another prompt's its messages."""
+        return hashlib.sha256(json.dumps([prompt_version, backend.label, *asked]).encode()).hexdigest()
 
     async def _answer(self, backend: JudgeBackend, messages: list[dict], fields, answer: Asked) -> dict | None:
         """``fields(reply)``, with one correction request after an unusable reply; None (the reason in

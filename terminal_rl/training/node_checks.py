@@ -75,12 +75,10 @@ def check_judge_answers(job: TrainJob, timeout_sec: float = 5) -> list[str]:
     model or parameter the endpoint refuses names its fix. Checked when the judge can be called (an
     explicit ``judge.base_url``, or a set key); otherwise every judged group would fall back to its
     test scores."""
-    import asyncio
     import socket
     from urllib.parse import urlsplit
     from urllib.request import getproxies, proxy_bypass
 
-    from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, endpoint_problem
     from terminal_rl.judge.backend import JudgeBackend
 
     if job.judge is None:
@@ -106,9 +104,7 @@ def check_judge_answers(job: TrainJob, timeout_sec: float = 5) -> list[str]:
             f"{through}: {error}; give this node a way out (proxy, firewall) or point judge.base_url at an "
             "endpoint it reaches"
         ]
-    judge = job.judge
-    probe = LiteLLMConfig(judge.model, judge.base_url, judge.api_key_env, judge.temperature, 0, judge.timeout_sec, 1)
-    problem = asyncio.run(endpoint_problem(probe))
+    problem = job.judge.endpoint_problem()
     return [f"the judge's model does not answer from {socket.gethostname()}: {problem}"] if problem else []
 
 

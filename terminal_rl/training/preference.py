@@ -20,12 +20,11 @@ import torch.nn.functional as F
 
 @dataclass(frozen=True)
 class PreferenceTerms:
-    """Per sequence of a batch: ``weight`` and ``offset`` of its loss; per batch: the mean DPO loss,
-    the mean reward margin ``beta * h`` and the share of pairs ranked right (h > 0)."""
+    """Per sequence of a batch: ``weight`` and ``offset`` of its loss; per batch: the mean reward margin
+    ``beta * h`` and the share of pairs ranked right (h > 0)."""
 
     weight: torch.Tensor  # [sequences]
     offset: torch.Tensor  # [sequences]
-    loss: float
     margin: float
     accuracy: float
 
@@ -49,7 +48,6 @@ def preference_terms(
     return PreferenceTerms(
         weight.to(logp.dtype),
         offset.to(logp.dtype),
-        float(pair_loss.mean()),
         float((beta * h).mean()),
         float((h > 0).double().mean()),
     )

@@ -54,3 +54,38 @@ def test_the_budget_and_unusable_replies_leave_an_episode_unscored_with_the_reas
         reason = asyncio.run(scorer(judge_config, server, tmp_path / "other").records(failing(3)))
     assert reason.startswith("unparseable reply: 'steps' must list exactly 2 entries"), reason
     assert "could not be used" not in reason and len(server.requests) == 2, "one correction round, then missing"
+
+
+def test_the_budget_holds_for_episodes_scored_at_once(judge_config, tmp_path):  # noqa: F811
+    """The build scores its episodes concurrently: the budget is checked once a call has its slot, after
+    the calls before it were counted (one slot: exactly one call within 15 tokens)."""
+
+    async def score_all(scorer):
+        return await asyncio.gather(*(scorer.records(failing(n, f"cmd{n}")) for n in range(3)))
+
+    with FakeLLMServer([two_steps()] * 3) as server:
+        scorer_ = scorer(judge_config, server, tmp_path, budget_tokens=15, concurrency=1)
+        results = asyncio.run(score_all(scorer_))
+    assert [isinstance(r, list) for r in results].count(True) == 1 and results.count("budget exhausted") == 2
+    assert len(server.requests) == 1
+
+
+def test_a_judge_that_refuses_the_key_stops_the_build_after_one_call(tmp_path):
+    import subprocess
+    import sys
+
+    from terminal_rl.config import PROJECT_ROOT
+    from tests.fake_llm_server import Fault
+
+    with FakeLLMServer(lambda body: Fault(401)) as server:
+        result = subprocess.run(
+            [sys.executable, "-m", "terminal_rl.datasets", f"run.output_root={tmp_path}", "run.id=none"]
+            + ["prm.enabled=true", "judge.model=openai/test-judge", f"judge.base_url={server.base_url}"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert result.returncode != 0 and len(server.requests) == 1
+    assert "prm.enabled=true, but the judge's model does not answer" in result.stderr
+    assert "AuthenticationError" in result.stderr and "the key is refused" in result.stderr

@@ -19,9 +19,9 @@ from terminal_rl.integrations.verl.sft_dataset import checked_sample
 
 class PreferencePairsDataset(Dataset):
     """The sequences of ``dpo.parquet`` files; ``pair[i]`` and ``side[i]`` (+1 chosen, -1 rejected) of
-    each, and ``reference[i]`` (its summed log-probability under the reference model, set by the
-    trainer before the first step). verl calls it as ``cls(parquet_files=, tokenizer=, config=,
-    processor=, max_samples=)``; ``max_samples`` counts pairs."""
+    each (as tensors: ``pair_ids``, ``sides``), and ``reference[i]`` (its summed log-probability under
+    the reference model, set by the trainer before the first step). verl calls it as
+    ``cls(parquet_files=, tokenizer=, config=, processor=, max_samples=)``; ``max_samples`` counts pairs."""
 
     def __init__(self, parquet_files, tokenizer, config, processor=None, max_samples: int = -1):
         if config.get("pad_mode") != "no_padding":
@@ -47,6 +47,8 @@ class PreferencePairsDataset(Dataset):
                         self.side.append(side)
         if not self.samples:
             raise ValueError(f"no DPO pairs in {files}")
+        self.pair_ids = torch.tensor(self.pair)
+        self.sides = torch.tensor(self.side, dtype=torch.float64)
         self.reference = torch.zeros(len(self.samples), dtype=torch.float64)
 
     @property

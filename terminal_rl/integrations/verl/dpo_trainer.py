@@ -10,7 +10,8 @@ which verl's SFT trainer takes as they are (the SFT stage's path, ``sft_dataset.
 What the subclass adds, through the trainer's own seams (verl 0.9.1, ``verl/trainer/sft_trainer.py``):
 - the dataset is ours (``data.custom_cls``: ``dpo_dataset.PreferencePairsDataset``), its batches whole
   pairs (``_build_dataloader``, l. 224-270, rebuilt with ``dpo_dataset.PairBatchSampler``; ``fit`` calls
-  the sampler's ``set_epoch``, l. 352);
+  the sampler's ``set_epoch``, l. 357; ``_get_batch_seqlens``, l. 272-306, gathers equal-sized tensors
+  of lengths, and ranks hold as many pairs but not as many sequences: ours gathers objects);
 - the loss is a weighted sum of sequence log-probabilities (``TrainingWorker.set_loss_fn``,
   ``verl/workers/engine_workers.py`` l. 170), whose weights come from a no-grad pass over the step's
   batch (``TrainingWorker.infer_batch``, l. 398) so the sum has DPO's value and gradient
@@ -52,11 +53,12 @@ def sequence_logps(log_probs: torch.Tensor, loss_mask: torch.Tensor) -> torch.Te
 
 
 def weighted_logp_loss(model_output, data, dp_group=None):
-    """``sum(-weight * logp + offset)`` over the micro-batch's sequences, times the data-parallel size
-    (FSDP averages gradients over ranks; verl's ``sft_loss`` scales the same way)."""
+    """``sum(-weight * logp + offset)`` over the micro-batch's sequences. The weights average over this
+    rank's pairs and every rank has as many (``PairBatchSampler``), so FSDP's average of the ranks'
+    gradients is the mean over all pairs (verl's ``sft_loss`` instead multiplies by the data-parallel
+    size because it divides by the token count of all ranks)."""
     logp = sequence_logps(model_output["log_probs"], data["loss_mask"])
-    loss = (-data["dpo_weight"].to(logp) * logp + data["dpo_offset"].to(logp)).sum()
-    return loss * data["dp_size"], {}
+    return (-data["dpo_weight"].to(logp) * logp + data["dpo_offset"].to(logp)).sum(), {}
 
 
 class _PreferenceClient:
@@ -81,11 +83,7 @@ class _PreferenceClient:
         index = data["index"].values().cpu()
         dataset = self._dataset
         terms = preference_terms(
-            self.logps(data),
-            dataset.reference[index],
-            torch.tensor(dataset.pair)[index],
-            torch.tensor(dataset.side, dtype=torch.float64)[index],
-            self._beta,
+            self.logps(data), dataset.reference[index], dataset.pair_ids[index], dataset.sides[index], self._beta
         )
         data["dpo_weight"], data["dpo_offset"] = terms.weight.float(), terms.offset.float()
         output = self._client.train_batch(data)
@@ -102,10 +100,23 @@ class DPOTrainer(SFTTrainer):
             raise ValueError(
                 "DPO needs data.custom_cls = terminal_rl.integrations.verl.dpo_dataset.PreferencePairsDataset"
             )
+        data, engine = self.config.data, self.config.engine
+        refused = {
+            "data.val_files": "validation would score sequences without their pair's weights",
+            "data.use_dynamic_bsz=false": "a step's sequence count varies with its pairs (per_turn turns)",
+            "engine.ulysses_sequence_parallel_size>1": "every rank must see its sequences' log-probabilities",
+        }
+        chosen = {
+            "data.val_files": bool(data.get("val_files")),
+            "data.use_dynamic_bsz=false": not data.use_dynamic_bsz,
+            "engine.ulysses_sequence_parallel_size>1": int(engine.get("ulysses_sequence_parallel_size", 1)) > 1,
+        }
+        problems = [f"{setting} ({why})" for setting, why in refused.items() if chosen[setting]]
+        if problems:
+            raise ValueError(f"DPO does not support {'; '.join(problems)}")
         self.training_client.set_loss_fn(loss_fn=weighted_logp_loss)
-        data = self.config.data
         batching = {
-            "use_dynamic_bsz": bool(data.use_dynamic_bsz),
+            "use_dynamic_bsz": True,
             "max_token_len_per_gpu": int(data.max_token_len_per_gpu),
             "micro_batch_size_per_gpu": int(data.micro_batch_size_per_gpu),
         }
@@ -129,32 +140,54 @@ class DPOTrainer(SFTTrainer):
             num_workers=self.config.data.num_workers,
         )
 
+    def _get_batch_seqlens(self, data):
+        """Every rank's sequence lengths (for verl's token counts): gathered as objects, since ranks hold
+        as many pairs but not as many sequences (``SFTTrainer._get_batch_seqlens`` gathers equal-sized
+        tensors)."""
+        lengths = data["input_ids"].offsets().diff().tolist()
+        group = self.engine.get_data_parallel_group()
+        if self.engine.get_data_parallel_size() == 1 or group is None:
+            return lengths
+        gathered = [None] * self.engine.get_data_parallel_size()
+        torch.distributed.all_gather_object(gathered, lengths, group=group)
+        return [length for rank in gathered for length in rank]
+
     def fit(self):
         self.train_dataset.reference = self._reference_logps()
         super().fit()
 
     def _reference_logps(self) -> torch.Tensor:
-        """Every sequence's log-probability under the starting weights (each rank computes all of them),
-        kept beside the checkpoints: a resumed run starts from trained weights, so it reads them back."""
+        """Every sequence's log-probability under the starting weights, each rank computing its share of
+        chunks; kept beside the checkpoints, where a resumed run (its weights trained) reads them back."""
         saved = Path(self.config.trainer.default_local_dir) / REFERENCE_FILE
-        if saved.is_file():
+        if self.resume_global_step > 0:
+            if not saved.is_file():
+                raise FileNotFoundError(f"resuming at step {self.resume_global_step} without {saved} (the reference)")
             reference = torch.load(saved)
             if len(reference) != len(self.train_dataset):
                 raise ValueError(f"{saved} holds {len(reference)} sequences, the data {len(self.train_dataset)}")
             return reference
-        if self.resume_global_step > 0:
-            raise FileNotFoundError(f"resuming at step {self.resume_global_step} without {saved} (the reference)")
-        dataset, step = self.train_dataset, max(1, int(self.config.data.micro_batch_size_per_gpu))
+        dataset, size = self.train_dataset, max(1, int(self.config.data.micro_batch_size_per_gpu))
+        chunks = [list(range(start, min(start + size, len(dataset)))) for start in range(0, len(dataset), size)]
+        rank, ranks = self.engine.get_data_parallel_rank(), self.engine.get_data_parallel_size()
         meta = {
             "pad_mode": self.config.data.pad_mode,
             "temperature": 1.0,
             "use_remove_padding": self.config.model.use_remove_padding,
         }
         reference = torch.zeros(len(dataset), dtype=torch.float64)
-        for start in range(0, len(dataset), step):
-            indices = list(range(start, min(start + step, len(dataset))))
+        for first in range(0, len(chunks), ranks):  # every rank calls the engine as often (a collective)
+            mine = first + rank
+            indices = chunks[mine] if mine < len(chunks) else chunks[0]
             batch = tu.get_tensordict(tensor_dict=self.collate_fn([dataset[i] for i in indices]), non_tensor_dict=meta)
-            reference[indices] = self.training_client.logps(batch)
+            logps = self.training_client.logps(batch)
+            if mine < len(chunks):
+                reference[indices] = logps
+        group = self.engine.get_data_parallel_group()
+        if ranks > 1 and group is not None:  # each rank filled its chunks, zeros elsewhere
+            on_device = reference.to(self.device_name)
+            torch.distributed.all_reduce(on_device, group=group)
+            reference = on_device.cpu()
         if self.rank == 0:
             saved.parent.mkdir(parents=True, exist_ok=True)
             torch.save(reference, saved)
