@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 
 from omegaconf import DictConfig, OmegaConf
 
+from terminal_rl.agent.context import ContextConfig
 from terminal_rl.agent.episode import EpisodeLimits
 from terminal_rl.agent.tokens import History, SequenceLimits
 from terminal_rl.config import to_dataclass
@@ -40,7 +41,10 @@ class AgentConfig:
     def from_node(cls, node: DictConfig | dict) -> AgentConfig:
         data = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
         limit_keys = {f.name for f in fields(EpisodeLimits)}
-        limits = to_dataclass({k: v for k, v in data.items() if k in limit_keys}, EpisodeLimits)
+        limits = {k: v for k, v in data.items() if k in limit_keys}
+        if "context" in limits:
+            limits["context"] = to_dataclass(limits["context"], ContextConfig)
+        limits = to_dataclass(limits, EpisodeLimits)
         config = to_dataclass({**{k: v for k, v in data.items() if k not in limit_keys}, "limits": limits}, cls)
         if config.history not in {h.value for h in History}:
             raise ValueError(f"agent.history={config.history!r} is not one of {[h.value for h in History]}")

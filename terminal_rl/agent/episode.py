@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from docker.errors import DockerException
 
 from terminal_rl.agent.actions import Action
+from terminal_rl.agent.context import ContextConfig
 from terminal_rl.agent.protocols.base import ActionProtocol
 from terminal_rl.agent.tools import Toolbox
 from terminal_rl.agent.trajectory import Termination, Trajectory, Turn
@@ -38,6 +39,8 @@ class EpisodeLimits:
     max_consecutive_parse_errors: int
     # Wall-clock budget in seconds; 0 means the task's own agent timeout.
     wall_clock_sec: float = 0.0
+    # How an episode keeps within max_context_tokens (agent.context: none | elide | summarize).
+    context: ContextConfig = ContextConfig()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import asdict
 
+from terminal_rl.agent.context import ContextView
 from terminal_rl.agent.episode import Episode, EpisodeLimits
 from terminal_rl.agent.policies.base import ContextExhausted, Policy, PolicyError
 from terminal_rl.agent.protocols.base import ActionProtocol
@@ -70,7 +72,7 @@ async def _run(
     async with factory.task_sandbox(task, rollout_id) as sandbox:
         episode = Episode(task, sandbox, protocol, limits, policy.name)
         holder[0] = trajectory = episode.trajectory
-        messages = await episode.start()
+        view = ContextView(limits.context, await episode.start())
         session = policy.session(task)
         context_tokens = 0
         while not episode.done:
@@ -78,8 +80,12 @@ async def _run(
             if max_tokens <= 0:
                 episode.end(Termination.CONTEXT_EXHAUSTED, f"{context_tokens} tokens in context")
                 break
+            summary = view.summary_due(context_tokens, limits.max_context_tokens)
+            shown = [*view.messages, view.summary_request()] if summary else view.messages
+            if summary:
+                max_tokens = min(max_tokens, limits.context.summary_max_tokens)
             try:
-                reply = await session.reply(messages, max_tokens)
+                reply = await session.reply(shown, max_tokens)
             except ContextExhausted as error:
                 episode.end(Termination.CONTEXT_EXHAUSTED, str(error))
                 trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + error.cost_usd
@@ -87,13 +93,23 @@ async def _run(
             except PolicyError as error:
                 episode.end(Termination.POLICY_ERROR, str(error))
                 break
+            trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + reply.cost_usd
+            if summary:  # the transcript keeps the request and the summary; the model continues from it
+                trajectory.messages += [shown[-1], {"role": "assistant", "content": reply.text}]
+                view.handoff(reply.text)
+                context_tokens = 0  # unknown until the next reply; far below the budget now
+                continue
             context_tokens = reply.context_tokens or context_tokens
             outcome = await episode.step(
                 reply.text, context_tokens=reply.context_tokens, completion_tokens=reply.completion_tokens
             )
-            if outcome.observation is not None:
-                messages = [*messages, {"role": "assistant", "content": reply.text}, outcome.observation]
-            trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + reply.cost_usd
+            view.observe(reply.text, outcome.observation, trajectory.turns[-1].actions)
+        trajectory.metadata["context"] = {
+            "config": asdict(limits.context),
+            "segments": view.segments,
+            "summaries": view.summaries,
+            "elided_turns": view.elided_turns,
+        }
         if not Termination(trajectory.termination).infrastructure:
             trajectory.verification = (await verify(sandbox, task)).to_dict()
 

@@ -215,11 +215,18 @@ class TokenSample:
 
 
 class TokenHistory:
-    """The conversation at the token level: prompts for the next turn, and the training samples."""
+    """The conversation at the token level: prompts for the next turn, and the training samples.
+
+    ``show(messages)`` gives it what the model is shown next. A continuation (the messages so far, then
+    new observations) extends the history; anything else is a rewrite by a context policy
+    (``terminal_rl/agent/context.py``: observations elided, a summary handed off). A rewrite never
+    edits a sample: per_turn renders the next prompt from the new messages, append closes its sample
+    and starts a new segment whose prompt is the template's rendering of them. So every sample is a
+    prompt the model was given plus the tokens it generated after it."""
 
     def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
         self.chat = chat
-        self.messages = list(messages)
+        self.messages = as_seen(messages)
         self.samples: list[TokenSample] = []
 
     def prompt_ids(self) -> list[int]:
@@ -228,17 +235,33 @@ class TokenHistory:
 
     kind: History
 
+    @property
+    def model_turns(self) -> int:
+        return sum(len(sample.turn_spans) for sample in self.samples)
+
     def turn_room(self, limits: SequenceLimits) -> int | None:
         """Tokens the next turn may write within one sample's lengths (``turn_room``)."""
-        first = self.samples[0].prompt_ids if self.samples else self.prompt_ids()
+        first = self.samples[-1].prompt_ids if self.samples else self.prompt_ids()
         return turn_room(self.kind, limits, len(first), len(self.prompt_ids()))
 
     def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
         """Record the model's turn (see ``TokenSample.add_model_turn``) and add it to the messages."""
         raise NotImplementedError
 
+    def show(self, messages: list[dict[str, str]]) -> None:
+        """The messages the model is shown for its next turn: a continuation, or a rewrite."""
+        seen = as_seen(messages)
+        if continues(self.messages, seen):
+            self.add_observation(seen[len(self.messages) :])
+        elif seen != self.messages:
+            self.rewrite(seen)
+
     def add_observation(self, messages: list[dict[str, str]]) -> None:
         self.messages += messages
+
+    def rewrite(self, messages: list[dict[str, str]]) -> None:
+        """The model is shown ``messages`` instead of the history so far."""
+        self.messages = list(messages)
 
     @property
     def context_tokens(self) -> int:
@@ -251,25 +274,34 @@ class TokenHistory:
 
 
 class AppendHistory(TokenHistory):
-    """``agent.history=append``: one sample whose response holds every turn and observation."""
+    """``agent.history=append``: one sample whose response holds every turn and observation, and a new
+    sample (a segment) after each rewrite."""
 
     kind = History.APPEND
 
     def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
         super().__init__(chat, messages)
-        self.samples = [TokenSample(chat.prompt_ids(messages))]
+        self.samples = [TokenSample(chat.prompt_ids(self.messages))]
 
     def prompt_ids(self) -> list[int]:
-        sample = self.samples[0]
+        sample = self.samples[-1]
         return sample.prompt_ids + sample.response_ids
 
     def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
-        self.samples[0].add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
+        self.samples[-1].add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
         self._add_message(token_ids)
 
     def add_observation(self, messages: list[dict[str, str]]) -> None:
         super().add_observation(messages)
-        self.samples[0].add(self.chat.observation_ids(messages), 0)
+        self.samples[-1].add(self.chat.observation_ids(messages), 0)
+
+    def rewrite(self, messages: list[dict[str, str]]) -> None:
+        super().rewrite(messages)
+        segment = TokenSample(self.chat.prompt_ids(self.messages), turn=self.model_turns)
+        if self.samples[-1].response_ids:
+            self.samples.append(segment)
+        else:  # nothing generated since the last rewrite: the segment is replaced, not kept empty
+            self.samples[-1] = segment
 
 
 class PerTurnHistory(TokenHistory):
@@ -280,22 +312,43 @@ class PerTurnHistory(TokenHistory):
 
     def __init__(self, chat: ChatTokenizer, messages: list[dict[str, str]]):
         super().__init__(chat, messages)
-        self._prompt: tuple[int, list[int]] = (-1, [])
+        self._prompt: list[int] | None = None  # the rendering of self.messages, once per turn
 
     def prompt_ids(self) -> list[int]:
-        if self._prompt[0] != len(self.messages):  # rendered once per turn
-            self._prompt = (len(self.messages), self.chat.prompt_ids(self.messages))
-        return self._prompt[1]
+        if self._prompt is None:
+            self._prompt = self.chat.prompt_ids(self.messages)
+        return self._prompt
 
     def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
         sample = TokenSample(self.prompt_ids(), turn=len(self.samples))
         sample.add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
         self.samples.append(sample)
         self._add_message(token_ids)
+        self._prompt = None
+
+    def add_observation(self, messages: list[dict[str, str]]) -> None:
+        super().add_observation(messages)
+        self._prompt = None
+
+    def rewrite(self, messages: list[dict[str, str]]) -> None:
+        super().rewrite(messages)
+        self._prompt = None
 
     @property
     def context_tokens(self) -> int:
         return super().context_tokens if self.samples else 0
+
+
+def continues(before: list[dict[str, str]], after: list[dict[str, str]]) -> bool:
+    """``after`` is ``before`` and then more messages (replies compared as a chat API keeps them);
+    anything else is a context policy's rewrite."""
+    before, after = as_seen(before), as_seen(after)
+    return len(after) > len(before) and after[: len(before)] == before
+
+
+def as_seen(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Messages as a chat API client keeps them: each reply without its leading reasoning."""
+    return [{**m, "content": chat_api_content(m["content"])} if m["role"] == "assistant" else dict(m) for m in messages]
 
 
 def prompt_digest(ids: list[int]) -> str:
@@ -329,16 +382,20 @@ def replay(kind: str, chat: ChatTokenizer, messages: list[dict[str, str]]) -> To
     the observation the session adds before the next one; what follows the last turn is never seen
     by the model, so it is not rendered. For a model that wrote the canonical tokens of its text (a
     text policy's episode), these are the samples the RL agent loop would have trained."""
-    first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), None)
-    if first is None:
+    turns = [(messages[:i], m["content"]) for i, m in enumerate(messages) if m["role"] == "assistant"]
+    return replay_shown(kind, chat, turns)
+
+
+def replay_shown(kind: str, chat: ChatTokenizer, turns: list[tuple[list[dict[str, str]], str]]) -> TokenHistory:
+    """``replay`` from what the model was shown at each turn and what it replied (a context policy's
+    episode: ``terminal_rl.agent.context.shown_turns``), rewrites included."""
+    if not turns:
         raise ValueError("the conversation has no assistant turn to train on")
-    history, pending = make_history(kind, chat, messages[:first]), []
-    for message in messages[first:]:
-        if message["role"] != "assistant":
-            pending.append(message)
-            continue
-        if pending:
-            history.add_observation(pending)
-            pending = []
-        history.add_model_turn(chat.encode(message["content"]) + [chat.eos_id], None)
+    history: TokenHistory | None = None
+    for shown, reply in turns:
+        if history is None:
+            history = make_history(kind, chat, shown)
+        else:
+            history.show(shown)
+        history.add_model_turn(chat.encode(reply) + [chat.eos_id], None)
     return history

@@ -8,33 +8,45 @@ sample is one sequence: prompt then response, the loss mask 1 on the model's own
 
 from __future__ import annotations
 
-from terminal_rl.agent.tokens import ChatTokenizer, per_turn_prompt, prompt_digest, replay
+from terminal_rl.agent.context import ContextConfig, shown_turns
+from terminal_rl.agent.tokens import ChatTokenizer, as_seen, prompt_digest, replay_shown
 from terminal_rl.datasets.sources import Episode
 
 
 def training_samples(episode: Episode, chat: ChatTokenizer, history: str) -> list[dict[str, list[int]]]:
-    """[{input_ids, loss_mask}] per training sample of the episode (prompt mask 0, model tokens 1)."""
+    """[{input_ids, loss_mask}] per training sample of the episode (prompt mask 0, model tokens 1), from
+    what the model was shown (``agent.context`` may have elided or summarised the transcript)."""
     stored = episode.trajectory.metadata.get("samples")
     if stored:
         samples = [(_logged_prompt(s, episode, chat), s["response_ids"], s["response_mask"]) for s in stored]
     else:
         samples = [
             (s.prompt_ids, s.response_ids, s.response_mask)
-            for s in replay(history, chat, episode.trajectory.messages).samples
+            for s in replay_shown(history, chat, seen_turns(episode)).samples
         ]
     return token_rows(samples)
 
 
+def seen_turns(episode: Episode) -> list[tuple[list[dict], str]]:
+    """(what the model was shown, its reply) per model turn of the episode, summaries included, under
+    the context policy it ran with (recorded by the episode driver; none for older records)."""
+    trajectory = episode.trajectory
+    config = ContextConfig(**trajectory.metadata.get("context", {}).get("config", {}))
+    head = next(i for i, m in enumerate(trajectory.messages) if m["role"] == "assistant")
+    return shown_turns(config, trajectory.messages, trajectory.turns, head)
+
+
 def _logged_prompt(sample: dict, episode: Episode, chat: ChatTokenizer) -> list[int]:
-    """A logged sample's prompt ids: as logged, or (per_turn, which logs a digest) rebuilt from the
-    episode's messages and checked against the digest the agent loop logged."""
+    """A logged sample's prompt ids: as logged, or (per_turn, which logs a digest) rebuilt from what the
+    model was shown at that turn and checked against the digest the agent loop logged."""
     if "prompt_ids" in sample:
         return sample["prompt_ids"]
-    ids = per_turn_prompt(chat, episode.trajectory.messages, sample["turn"])
+    shown, _ = seen_turns(episode)[sample["turn"]]
+    ids = chat.prompt_ids(as_seen(shown))
     if prompt_digest(ids) != sample["prompt_sha256"]:
         raise ValueError(
             f"{episode.file}#{episode.line}: turn {sample['turn']}'s prompt rebuilt from its messages is not the one "
-            "trained (another tokenizer, chat template or enable_thinking than the run's?)"
+            "trained (another tokenizer, chat template, enable_thinking or agent.context than the run's?)"
         )
     return ids
 

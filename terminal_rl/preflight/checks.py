@@ -354,14 +354,25 @@ def check_curriculum(cfg: DictConfig) -> list[str]:
 
 
 def check_history(cfg: DictConfig) -> list[str]:
-    """``agent.history=per_turn`` trains several rows per trajectory: only GRPO copies a session's
-    advantage from its last row to the others (verl ``trainer/ppo/v1/utils.py`` l. 167-217)."""
+    """``agent.history=per_turn``, and in append history a context policy that rewrites the context
+    (``agent.context``: each rewrite starts a segment), train several rows per trajectory: only GRPO
+    copies a session's advantage from its last row to the others (verl ``trainer/ppo/v1/utils.py``
+    l. 167-217)."""
     per_row = {"grpo"}
-    if cfg.agent.history == "per_turn" and cfg.algorithm.adv_estimator not in per_row:
+    if cfg.algorithm.adv_estimator in per_row:
+        return []
+    if cfg.agent.history == "per_turn":
         return [
             f"agent.history=per_turn needs an advantage estimator that gives every turn its trajectory's "
             f"advantage ({sorted(per_row)}), not algorithm.adv_estimator={cfg.algorithm.adv_estimator}; "
             "use agent.history=append"
+        ]
+    context = OmegaConf.select(cfg, "agent.context.policy", default="none")
+    if context != "none":
+        return [
+            f"agent.context.policy={context} trains one row per context segment, which needs an "
+            f"advantage estimator that gives every row its trajectory's advantage ({sorted(per_row)}), not "
+            f"algorithm.adv_estimator={cfg.algorithm.adv_estimator}; use agent/context=none"
         ]
     return []
 

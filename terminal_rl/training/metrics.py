@@ -59,6 +59,12 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("curriculum/drawn_stage", "mean curriculum stage of the step's draws", "stage"),
     Metric(
+        "context/<name>",
+        "agent.context per episode: segments (training samples' prompts rewritten), summaries written, "
+        "elided_tokens (observation tokens replaced by stubs); still out of context: rollout/ended/context_exhausted",
+        "context_<name>",
+    ),
+    Metric(
         "behaviour/<name>",
         "turns, commands, loops, parse errors (agent/metrics.py)",
         "behaviour_<name>",
@@ -119,6 +125,7 @@ class RolloutInfo:
     termination: str
     loss_masked: bool  # a truncated trajectory trained none of its tokens (credit.mask_truncated)
     behaviour: dict[str, float]
+    context: dict[str, float]  # segments, summaries, elided_tokens (agent.context)
 
     @classmethod
     def of(cls, trajectory: Trajectory, scores: GroupScores, position: int, loss_masked: bool) -> RolloutInfo:
@@ -148,6 +155,10 @@ class RolloutInfo:
                 for k, v in behaviour_metrics(trajectory).items()
                 if not k.startswith("tool/")
             },
+            context={
+                name: float(trajectory.metadata.get("context", {}).get(name, 0))
+                for name in ("segments", "summaries", "elided_tokens")
+            },
         )
 
     def extra_info(self) -> dict[str, float]:
@@ -173,6 +184,7 @@ class RolloutInfo:
                 if reason.truncated
             },
             **{f"behaviour_{name}": value for name, value in self.behaviour.items()},
+            **{f"context_{name}": value for name, value in self.context.items()},
         }
         if self.filter_signal is not None:
             info["filter_signal"], info["filtered"] = self.filter_signal, float(bool(self.filtered))

@@ -154,19 +154,41 @@ class _CountingServer(LiteLLMPolicy):
         )
 
 
+def conversation(turns: int) -> list[dict[str, str]]:
+    """The messages of a turn: the task, then each earlier reply ("x") and its observation."""
+    messages = [{"role": "user", "content": "task"}]
+    for n in range(turns - 1):
+        messages += [{"role": "assistant", "content": "x"}, {"role": "user", "content": f"observation {n}"}]
+    return messages
+
+
 def test_litellm_ends_the_episode_where_training_would_by_the_servers_counts():
     limits = SequenceLimits(4096, 1000)
     server = _CountingServer("append", limits, [500, 900, 1600])
     session = server.session(None)
-    asyncio.run(session.reply([], 4000))
-    asyncio.run(session.reply([], 4000))
+    asyncio.run(session.reply(conversation(1), 4000))
+    asyncio.run(session.reply(conversation(2), 4000))
     assert server.asked == [1000, 1000 - (600 - 500)], "bounded by what the server counted before the observation"
     with pytest.raises(ContextExhausted, match="response length 1000"):
-        asyncio.run(session.reply([], 4000))  # its prompt holds 1,100 response tokens: training would not run it
+        asyncio.run(
+            session.reply(conversation(3), 4000)
+        )  # its prompt holds 1,100 response tokens: training would not run it
     per_turn = _CountingServer("per_turn", SequenceLimits(1000, 300), [500, 1200])
     session = per_turn.session(None)
-    asyncio.run(session.reply([], 4000))
+    asyncio.run(session.reply(conversation(1), 4000))
     with pytest.raises(ContextExhausted, match="prompt of 1200 tokens exceeds 1000") as refused:
-        asyncio.run(session.reply([], 4000))
+        asyncio.run(session.reply(conversation(2), 4000))
     assert per_turn.asked == [300, 300], "every turn, the first too, within the response length"
     assert refused.value.cost_usd == 0.25, "the refused reply's cost is still counted"
+
+
+def test_a_rewritten_context_starts_a_new_segment_for_an_api_model():
+    """agent.context's rewrite (here a summary hand-off) restarts append's count from the new prompt, as
+    the token session's new segment does; without it the third turn would be refused."""
+    server = _CountingServer("append", SequenceLimits(4096, 1000), [500, 1400, 600])
+    session = server.session(None)
+    asyncio.run(session.reply(conversation(1), 4000))
+    asyncio.run(session.reply(conversation(2), 4000))
+    handed_off = [*conversation(1), {"role": "assistant", "content": "summary"}, {"role": "user", "content": "go on"}]
+    asyncio.run(session.reply(handed_off, 4000))
+    assert server.asked == [1000, 900, 1000]

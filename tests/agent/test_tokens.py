@@ -168,7 +168,7 @@ def test_context_budget_ends_the_episode(tokenizer):
     )
     messages = [{"role": "user", "content": "go"}]
     asyncio.run(session.reply(messages, 100))
-    messages += [{"role": "assistant", "content": "x"}, {"role": "user", "content": LONG}]
+    messages += [{"role": "assistant", "content": chat.decode(reply)}, {"role": "user", "content": LONG}]
     with pytest.raises(ContextExhausted, match="response length"):
         asyncio.run(session.reply(messages, 100))
 

@@ -117,6 +117,10 @@ def test_micro_batches_divide_each_data_parallel_ranks_share_not_each_gpus():
         (["hardware.attention=sdpa"], "Ulysses sequence parallelism (4) needs hardware.attention=flash_attention_2"),
         (["algorithm=mt_grpo", "agent.history=per_turn"], "agent.history=per_turn needs an advantage estimator"),
         (
+            ["algorithm=mt_grpo", "agent/context=summarize"],
+            "agent.context.policy=summarize trains one row per context segment, which needs an advantage estimator",
+        ),
+        (
             ["model.lora.rank=8", "model.lora.target_modules=[q_proj,v_prj]"],
             "model.lora.target_modules ['v_prj'] match no projection of qwen3_32b",
         ),

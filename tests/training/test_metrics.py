@@ -37,7 +37,9 @@ def trajectory(score: float, termination: Termination) -> Trajectory:
 
 
 def test_a_trajectorys_numbers_reach_the_step_under_their_names():
-    first = RolloutInfo.of(trajectory(1.0, Termination.FINISHED), scores(True), 0, loss_masked=False)
+    managed = trajectory(1.0, Termination.FINISHED)
+    managed.metadata["context"] = {"config": {"policy": "elide"}, "segments": 3, "summaries": 0, "elided_tokens": 900}
+    first = RolloutInfo.of(managed, scores(True), 0, loss_masked=False)
     second = RolloutInfo.of(trajectory(0.0, Termination.MAX_TURNS), scores(True), 1, loss_masked=True)
     assert second.components == {"tests": 0.0} and second.fixture_flagged and not first.fixture_flagged
     metrics = step_metrics([first.extra_info(), second.extra_info()])
@@ -48,6 +50,7 @@ def test_a_trajectorys_numbers_reach_the_step_under_their_names():
     assert metrics["rollout/fixture_flagged"] == 0.5 and metrics["rollout/filtered"] == 1.0
     assert metrics["rollout/variance_tests"] == 0.25 and metrics["rollout/zero_variance_tests"] == 0.0
     assert metrics["curriculum/drawn_stage"] == 2.0 and metrics["behaviour/turns"] == 0.0
+    assert (metrics["context/segments"], metrics["context/elided_tokens"]) == (1.5, 450.0), "no record: 0 each"
     assert all(is_ours_or_verls(name) for name in metrics)
 
 
@@ -75,7 +78,7 @@ def test_every_name_is_listed_once_and_the_doc_is_the_table():
 
 def test_every_metric_the_docs_name_is_one_a_run_logs():
     """Metric names in the README and docs/ (in backticks) are ``METRICS``' or verl's."""
-    pattern = re.compile(r"`((?:reward|rollout|behaviour|curriculum|judge|advantage|training|ray)/[\w<>*/]+)`")
+    pattern = re.compile(r"`((?:reward|rollout|behaviour|curriculum|context|judge|advantage|training|ray)/[\w<>*/]+)`")
     named = {
         name
         for path in [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 
 from terminal_rl.agent.policies.base import ContextExhausted, Policy, PolicyError, PolicySession, Reply
-from terminal_rl.agent.tokens import SequenceLimits, turn_room
+from terminal_rl.agent.tokens import SequenceLimits, continues, turn_room
 from terminal_rl.tasks.model import Task
 
 
@@ -128,10 +128,13 @@ class _LiteLLMSession(PolicySession):
 
     def __init__(self, policy: LiteLLMPolicy):
         self._policy = policy
-        self._first_prompt: int | None = None
+        self._first_prompt: int | None = None  # of the current segment (append's rule)
         self._context = 0  # prompt + completion of the latest turn, as the server counted them
+        self._sent: list[dict[str, str]] = []  # the latest messages and their reply
 
     async def reply(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
+        if self._sent and not continues(self._sent, messages):  # a context policy rewrote the context:
+            self._first_prompt, self._context = None, 0  # a new segment, as a token session starts one
         # Bounded first by what the server counted before this turn's observation (a lower bound).
         first = self._first_prompt if self._first_prompt is not None else self._context
         max_tokens = self._bounded(max_tokens, first, self._context)
@@ -145,6 +148,7 @@ class _LiteLLMSession(PolicySession):
             error.cost_usd = reply.cost_usd
             raise
         self._context = reply.prompt_tokens + (reply.completion_tokens or 0)
+        self._sent = [*messages, {"role": "assistant", "content": reply.text}]
         return reply
 
     def _bounded(self, max_tokens: int, first_prompt: int, prompt_tokens: int) -> int:

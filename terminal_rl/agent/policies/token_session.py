@@ -38,15 +38,12 @@ class TokenSession(PolicySession):
         self.history: TokenHistory | None = None
         self._generate = generate
         self._limits = limits
-        self._seen = 0
 
     async def reply(self, messages: list[dict[str, str]], max_tokens: int) -> Reply:
         if self.history is None:
             self.history = make_history(self.history_kind, self.chat, messages)
-        else:
-            # messages[self._seen] is our own previous reply, already in the history as its tokens.
-            self.history.add_observation(messages[self._seen + 1 :])
-        self._seen = len(messages)
+        else:  # our own previous reply is in the history as its tokens; a context policy may rewrite
+            self.history.show(messages)
         room = self.history.turn_room(self._limits)  # raises ContextExhausted
         max_tokens = max_tokens if room is None else min(max_tokens, room)
         prompt = self.history.prompt_ids()

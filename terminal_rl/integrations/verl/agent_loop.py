@@ -36,6 +36,7 @@ from omegaconf import DictConfig
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
 from terminal_rl.agent.config import AgentConfig
+from terminal_rl.agent.context import elided_observations
 from terminal_rl.agent.policies.base import Policy, PolicySession
 from terminal_rl.agent.policies.token_session import Generation, TokenSession
 from terminal_rl.agent.protocols import make_protocol
@@ -190,6 +191,11 @@ class TerminalAgentLoop(AgentLoopBase):
                 state.agent.limits,
                 f"{uid[:8]}-{index}",
                 deadline,
+            )
+            context = trajectory.metadata.get("context", {})
+            context["elided_tokens"] = sum(
+                len(state.chat.encode(text)) - len(state.chat.encode(stub))
+                for text, stub in elided_observations(trajectory.turns, context.get("elided_turns", 0))
             )
             # The reference's changes decide only an episode that rewrote an input its tests read.
             if state.fixture_guard is not FixtureGuard.OFF and forged_inputs(trajectory.verification or {}, None):
