@@ -18,6 +18,8 @@ from terminal_rl.agent.tokens import (
     load_tokenizer,
 )
 from terminal_rl.config import PROJECT_ROOT
+from terminal_rl.datasets.records import token_rows, training_samples
+from terminal_rl.datasets.sources import Episode
 
 spec = importlib.util.spec_from_file_location("context_bench", PROJECT_ROOT / "benchmarks" / "context_management.py")
 bench = importlib.util.module_from_spec(spec)
@@ -109,6 +111,11 @@ def test_every_sample_is_a_prompt_the_model_was_shown_plus_its_tokens(policy, hi
     head = next(i for i, m in enumerate(trajectory.messages) if m["role"] == "assistant")
     rebuilt = shown_turns(agent.limits.context, trajectory.messages, trajectory.turns, head)
     assert [shown for shown, _ in rebuilt] == [call["messages"] for call in calls]
+    # Datasets build from what the model saw: a text policy's episode (no stored ids) is replayed from it.
+    record = Episode(trajectory, "run", "evaluation", -1, "g", 1.0, {}, "train", 1, "eval/results.jsonl")
+    assert training_samples(record, chat, history) == token_rows(
+        (s.prompt_ids, s.response_ids, s.response_mask) for s in samples
+    )
 
 
 @pytest.mark.docker
