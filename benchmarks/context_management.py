@@ -209,9 +209,6 @@ def main() -> None:
     args = parser.parse_args()
     report = asyncio.run(measure(args.tasks, args.history, args.context_tokens))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    for arm in report["arms"].values():
-        for episode in arm["episodes"]:
-            episode.pop("session", None)
     (RESULTS / "context_management.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     plot(report, RESULTS / "context_management.png")
     for policy in POLICIES:

@@ -19,7 +19,7 @@ it what the model was shown at each turn, for datasets built from text policies'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -63,10 +63,16 @@ def prompt(name: str, version: str) -> str:
 
 
 def elision_stub(observation: str, actions: list[dict]) -> str:
-    """What an elided observation becomes: the command (or tools) and how many lines were elided."""
-    commands = [a["args"].get("cmd", "").strip().splitlines()[0][:80] for a in actions if a.get("tool") == "bash"]
-    what = ", ".join(f"`{c}`" for c in commands if c) or ", ".join(a.get("tool", "?") for a in actions) or "a reply"
-    return f"[output of {what} elided: {len(observation.splitlines())} lines]"
+    """What an elided observation becomes: the commands (bash ``cmd``, terminal keystrokes; else the
+    tools' names) and how many lines were elided."""
+    commands = [_first_line(a["args"].get("cmd") or a["args"].get("keystrokes") or "") for a in actions]
+    what = ", ".join(f"`{c}`" for c in commands if c) or ", ".join(a.get("tool", "?") for a in actions)
+    return f"[output of {what or 'an unparsed reply'} elided: {len(observation.splitlines())} lines]"
+
+
+def _first_line(command: str) -> str:
+    lines = command.strip().splitlines()
+    return lines[0][:80] if lines else ""
 
 
 def elided_observations(turns: list, elided_turns: int) -> list[tuple[str, str]]:
@@ -112,6 +118,16 @@ class ContextView:
     @property
     def elided_turns(self) -> int:
         return self._boundary
+
+    def record(self) -> dict:
+        """``Trajectory.metadata["context"]``: the config (what was shown is rebuilt from it and the
+        transcript, ``shown_turns``) and the counts so far."""
+        return {
+            "config": asdict(self.config),
+            "segments": self.segments,
+            "summaries": self.summaries,
+            "elided_turns": self.elided_turns,
+        }
 
     def observe(self, reply: str, observation: dict[str, str] | None, actions: list[dict]) -> None:
         """The model's turn and what it observed after it (None: the episode ended)."""
@@ -164,9 +180,9 @@ def shown_turns(
             continue
         if message["role"] != "assistant":
             raise ValueError(f"message {index} of the transcript is a {message['role']} message where a turn was due")
-        observation = messages[index + 1] if index + 1 < len(messages) and messages[index + 1] != request else None
-        if observation is not None and observation["role"] != "user":
-            observation = None
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        observed = following is not None and following["role"] == "user" and following["content"] != request
+        observation = following if observed else None
         shown.append((view.messages, message["content"]))
         view.observe(message["content"], observation, turns[turn].actions if turn < len(turns) else [])
         index, turn = index + (2 if observation is not None else 1), turn + 1

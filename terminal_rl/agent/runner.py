@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import asdict
 
 from terminal_rl.agent.context import ContextView
 from terminal_rl.agent.episode import Episode, EpisodeLimits
@@ -73,6 +72,7 @@ async def _run(
         episode = Episode(task, sandbox, protocol, limits, policy.name)
         holder[0] = trajectory = episode.trajectory
         view = ContextView(limits.context, await episode.start())
+        trajectory.metadata["context"] = view.record()  # kept if a deadline cuts the episode short
         session = policy.session(task)
         context_tokens = 0
         while not episode.done:
@@ -104,12 +104,7 @@ async def _run(
                 reply.text, context_tokens=reply.context_tokens, completion_tokens=reply.completion_tokens
             )
             view.observe(reply.text, outcome.observation, trajectory.turns[-1].actions)
-        trajectory.metadata["context"] = {
-            "config": asdict(limits.context),
-            "segments": view.segments,
-            "summaries": view.summaries,
-            "elided_turns": view.elided_turns,
-        }
+        trajectory.metadata["context"] = view.record()
         if not Termination(trajectory.termination).infrastructure:
             trajectory.verification = (await verify(sandbox, task)).to_dict()
 

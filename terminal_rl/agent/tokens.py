@@ -297,11 +297,7 @@ class AppendHistory(TokenHistory):
 
     def rewrite(self, messages: list[dict[str, str]]) -> None:
         super().rewrite(messages)
-        segment = TokenSample(self.chat.prompt_ids(self.messages), turn=self.model_turns)
-        if self.samples[-1].response_ids:
-            self.samples.append(segment)
-        else:  # nothing generated since the last rewrite: the segment is replaced, not kept empty
-            self.samples[-1] = segment
+        self.samples.append(TokenSample(self.chat.prompt_ids(self.messages), turn=self.model_turns))
 
 
 class PerTurnHistory(TokenHistory):
@@ -355,19 +351,6 @@ def prompt_digest(ids: list[int]) -> str:
     """A prompt's identity in the rollout log (sha256 of its ids as little-endian uint32s): per_turn
     rows log it instead of the prompt itself, which is the whole rendered history."""
     return hashlib.sha256(b"".join(i.to_bytes(4, "little") for i in ids)).hexdigest()
-
-
-def per_turn_prompt(chat: ChatTokenizer, messages: list[dict[str, str]], turn: int) -> list[int]:
-    """The prompt per_turn mode sent for model turn ``turn`` (0-based) of a recorded conversation:
-    the template's rendering of the messages before it, each reply as a chat API keeps it."""
-    assistant = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
-    if turn >= len(assistant):
-        raise ValueError(f"the conversation has {len(assistant)} model turns, not {turn + 1}")
-    seen = [
-        {**m, "content": chat_api_content(m["content"])} if m["role"] == "assistant" else m
-        for m in messages[: assistant[turn]]
-    ]
-    return chat.prompt_ids(seen)
 
 
 def make_history(kind: str, chat: ChatTokenizer, messages: list[dict[str, str]]) -> TokenHistory:

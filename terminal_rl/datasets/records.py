@@ -17,14 +17,13 @@ def training_samples(episode: Episode, chat: ChatTokenizer, history: str) -> lis
     """[{input_ids, loss_mask}] per training sample of the episode (prompt mask 0, model tokens 1), from
     what the model was shown (``agent.context`` may have elided or summarised the transcript)."""
     stored = episode.trajectory.metadata.get("samples")
-    if stored:
-        samples = [(_logged_prompt(s, episode, chat), s["response_ids"], s["response_mask"]) for s in stored]
-    else:
-        samples = [
+    if not stored:
+        return token_rows(
             (s.prompt_ids, s.response_ids, s.response_mask)
             for s in replay_shown(history, chat, seen_turns(episode)).samples
-        ]
-    return token_rows(samples)
+        )
+    seen = seen_turns(episode) if any("prompt_ids" not in s for s in stored) else []
+    return token_rows((_logged_prompt(s, episode, chat, seen), s["response_ids"], s["response_mask"]) for s in stored)
 
 
 def seen_turns(episode: Episode) -> list[tuple[list[dict], str]]:
@@ -36,12 +35,12 @@ def seen_turns(episode: Episode) -> list[tuple[list[dict], str]]:
     return shown_turns(config, trajectory.messages, trajectory.turns, head)
 
 
-def _logged_prompt(sample: dict, episode: Episode, chat: ChatTokenizer) -> list[int]:
+def _logged_prompt(sample: dict, episode: Episode, chat: ChatTokenizer, seen: list) -> list[int]:
     """A logged sample's prompt ids: as logged, or (per_turn, which logs a digest) rebuilt from what the
-    model was shown at that turn and checked against the digest the agent loop logged."""
+    model was shown at that turn (``seen``: ``seen_turns``) and checked against the logged digest."""
     if "prompt_ids" in sample:
         return sample["prompt_ids"]
-    shown, _ = seen_turns(episode)[sample["turn"]]
+    shown, _ = seen[sample["turn"]]
     ids = chat.prompt_ids(as_seen(shown))
     if prompt_digest(ids) != sample["prompt_sha256"]:
         raise ValueError(

@@ -262,9 +262,30 @@ def sandbox_note(cfg: DictConfig) -> list[str]:
     ]
 
 
+def context_note(cfg: DictConfig) -> list[str]:
+    """A context policy in append history: a segment's prompt may hold the rewritten context, so a row's
+    width (verl's prompt plus response length) is up to twice the context."""
+    policy = OmegaConf.select(cfg, "agent.context.policy", default="none")
+    if policy == "none" or cfg.agent.history != "append":
+        return []
+    width = cfg.data.max_prompt_length + cfg.data.max_response_length
+    padding = "without padding (hardware.remove_padding)" if cfg.hardware.remove_padding else "padded to it"
+    return [
+        f"agent.context.policy={policy} in append history: rows of up to {width} tokens (a segment's prompt up to "
+        f"{cfg.data.max_prompt_length}, its response up to {cfg.data.max_response_length}), {padding}; per_turn rows "
+        f"are at most {cfg.agent.max_context_tokens}"
+    ]
+
+
 def notes(cfg: DictConfig) -> list[str]:
     """What preflight tells without refusing a run."""
-    return [*lora_lr_warning(cfg), *step_cost_note(cfg), *sandbox_note(cfg), checkpoint_plan(cfg).line]
+    return [
+        *lora_lr_warning(cfg),
+        *step_cost_note(cfg),
+        *sandbox_note(cfg),
+        *context_note(cfg),
+        checkpoint_plan(cfg).line,
+    ]
 
 
 def checkpoint_plan(cfg: DictConfig) -> CheckpointPlan:
@@ -361,13 +382,13 @@ def check_history(cfg: DictConfig) -> list[str]:
     per_row = {"grpo"}
     if cfg.algorithm.adv_estimator in per_row:
         return []
+    context = OmegaConf.select(cfg, "agent.context.policy", default="none")
     if cfg.agent.history == "per_turn":
         return [
             f"agent.history=per_turn needs an advantage estimator that gives every turn its trajectory's "
             f"advantage ({sorted(per_row)}), not algorithm.adv_estimator={cfg.algorithm.adv_estimator}; "
-            "use agent.history=append"
+            "use agent.history=append" + (" with agent/context=none" if context != "none" else "")
         ]
-    context = OmegaConf.select(cfg, "agent.context.policy", default="none")
     if context != "none":
         return [
             f"agent.context.policy={context} trains one row per context segment, which needs an "

@@ -70,6 +70,48 @@ def test_a_summary_hands_off_to_system_task_summary():
         ContextConfig("truncate")
 
 
+def test_a_stub_names_what_ran_even_when_nothing_did():
+    assert elision_stub("a\nb", [{"tool": "bash", "args": {"cmd": "  "}}]) == "[output of bash elided: 2 lines]"
+    keys = [{"tool": "keys", "args": {"keystrokes": "make test\n", "duration": 1.0}}]
+    assert elision_stub("x", keys) == "[output of `make test` elided: 1 lines]"
+    assert elision_stub("format error", []) == "[output of an unparsed reply elided: 1 lines]"
+
+
+def test_replies_with_reasoning_or_cut_by_the_cap_continue_and_a_rewrite_starts_a_segment():
+    """The token session tells a continuation from a rewrite on what the driver shows it: replies as
+    decoded (think block included, or cut without their end-of-turn token) continue the history."""
+    import asyncio
+
+    from terminal_rl.agent.policies.token_session import Generation, TokenSession
+
+    chat = ChatTokenizer(load_tokenizer(str(bundled_qwen3_tokenizer_dir())), enable_thinking=True)
+    turns = [
+        chat.encode("<think>\nplan\n</think>\n\n<bash>\ncmd: ls\n</bash>") + [chat.eos_id],
+        chat.encode("<think>\nalmost"),  # cut by the token cap
+        chat.encode("<bash>\ncmd: pwd\n</bash>") + [chat.eos_id],
+        chat.encode("<finish>\nmessage: done\n</finish>") + [chat.eos_id],
+    ]
+
+    async def generate(prompt_ids, max_tokens):
+        return Generation(turns.pop(0))
+
+    session = TokenSession(chat, "append", generate)
+    messages = [{"role": "user", "content": "go"}]
+    for observation in ("one", "two"):
+        reply = asyncio.run(session.reply(messages, 100))
+        messages = [*messages, {"role": "assistant", "content": reply.text}, {"role": "user", "content": observation}]
+    asyncio.run(session.reply(messages, 100))
+    assert len(session.history.samples) == 1, "three turns, one sample: each was a continuation"
+    rewritten = [
+        messages[0],
+        {"role": "assistant", "content": "Summary: listed /app."},
+        {"role": "user", "content": "on"},
+    ]
+    asyncio.run(session.reply(rewritten, 100))
+    samples = session.history.samples
+    assert len(samples) == 2 and samples[1].prompt_ids == chat.prompt_ids(rewritten) and samples[1].turn == 3
+
+
 @pytest.fixture(scope="module")
 def chat():
     return ChatTokenizer(load_tokenizer(str(bundled_qwen3_tokenizer_dir())), enable_thinking=False)

@@ -373,3 +373,11 @@ def test_preflight_refuses_checkpoints_that_do_not_fit_and_counts_a_resumes_own(
     for step in (20, 40):
         (tmp_path / f"global_step_{step}").mkdir()
     assert check_checkpoint_disk(train_job(cfg)) == []
+
+
+def test_preflight_tells_a_context_policy_widens_append_rows():
+    from terminal_rl.preflight.checks import notes
+
+    [note] = [n for n in notes(train_config("agent/context=elide")) if n.startswith("agent.context")]
+    assert "rows of up to 57440 tokens (a segment's prompt up to 28768" in note
+    assert not [n for n in notes(train_config("agent/context=elide", "agent.history=per_turn")) if "agent.context" in n]

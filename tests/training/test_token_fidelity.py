@@ -7,16 +7,18 @@ import asyncio
 import pytest
 from omegaconf import OmegaConf
 
+from terminal_rl.agent.context import ContextConfig, shown_turns
 from terminal_rl.agent.policies.litellm_policy import LiteLLMConfig, LiteLLMPolicy
 from terminal_rl.agent.policies.token_policy import TokenPolicy, TokenPolicyConfig
 from terminal_rl.agent.tokens import (
     ChatTokenizer,
+    as_seen,
     bundled_qwen3_tokenizer_dir,
     drop_earlier_reasoning,
     load_tokenizer,
-    per_turn_prompt,
     prompt_digest,
 )
+from terminal_rl.agent.trajectory import Turn
 from terminal_rl.run_context import RunContext
 from terminal_rl.tasks.prepare import prepare_task_set
 from terminal_rl.tasks.task_set import task_set_config
@@ -169,10 +171,13 @@ def test_verl_loop_per_turn_outputs_are_what_a_chat_api_is_sent(tmp_path, tokeni
     # The rollout log keeps each row's prompt as its length and digest (not the whole history), and
     # the template's rendering of the logged messages is that prompt.
     chat = ChatTokenizer(tokenizer, True)
+    head = next(i for i, m in enumerate(trajectory["messages"]) if m["role"] == "assistant")
+    turns = [Turn(**t) for t in trajectory["turns"]]
+    shown = shown_turns(ContextConfig(), trajectory["messages"], turns, head)
     for turn, (logged, sent) in enumerate(zip(trajectory["metadata"]["samples"], prompts)):
         assert "prompt_ids" not in logged and logged["turn"] == turn
         assert (logged["prompt_tokens"], logged["prompt_sha256"]) == (len(sent), prompt_digest(sent))
-        assert per_turn_prompt(chat, trajectory["messages"], turn) == sent
+        assert chat.prompt_ids(as_seen(shown[turn][0])) == sent
     rewards = {o.reward_score for o in outputs}
     assert len(rewards) == 1 and trajectory["termination"] == "finished", "every row carries the trajectory's reward"
     texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in scripted_ids(tokenizer)]
