@@ -17,12 +17,13 @@ run: install
 
 # The full suite, CI's command: the lint, the fast tier, then the tests that need the services.
 # Two workers, one per core: tests sharing a run stay in one worker (tests/conftest.py). Exit code 5
-# is a tier with no test selected (ARGS chose tests of the other tier only).
+# is a tier with no test selected (ARGS chose tests of the other tier only). Each tier ends with its
+# slowest tests, so CI's log shows where the time goes.
 FAST_TIER = not docker and not slurm and not verl and not ray
 test: lint
-	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "$(FAST_TIER)" $(ARGS) || [ $$? -eq 5 ]
+	$(PYTHON) -m pytest -n 2 --dist loadgroup --durations=10 -m "$(FAST_TIER)" $(ARGS) || [ $$? -eq 5 ]
 	scripts/start_services.sh $(PYTHON)
-	$(PYTHON) -m pytest -n 2 --dist loadgroup -m "not ($(FAST_TIER))" $(ARGS) || [ $$? -eq 5 ]
+	$(PYTHON) -m pytest -n 2 --dist loadgroup --durations=25 -m "not ($(FAST_TIER))" $(ARGS) || [ $$? -eq 5 ]
 
 # Day-to-day: the tests that need no container engine, Slurm, Ray or training (under 2 minutes).
 test-fast: install

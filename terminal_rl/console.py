@@ -136,10 +136,10 @@ def validation_line(step: int, data: dict) -> str | None:
 
 class _Poller:
     """A daemon thread that calls ``poll()`` every ``interval_sec`` while the ``with`` block runs, and
-    once more at its end."""
+    once more at its end. ``poll()`` may also be called from another thread (one poll at a time)."""
 
     def __init__(self, interval_sec: float):
-        self.interval_sec, self._stop = interval_sec, threading.Event()
+        self.interval_sec, self._stop, self._lock = interval_sec, threading.Event(), threading.Lock()
         self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
 
     def __enter__(self):
@@ -156,6 +156,10 @@ class _Poller:
             self.poll()
 
     def poll(self) -> None:
+        with self._lock:
+            self._poll()
+
+    def _poll(self) -> None:
         raise NotImplementedError
 
 
@@ -166,7 +170,7 @@ class MetricsFollower(_Poller):
         super().__init__(interval_sec)
         self.path, self.on_step, self._offset = path, on_step, 0
 
-    def poll(self) -> None:
+    def _poll(self) -> None:
         if not self.path.is_file():
             return
         with self.path.open("rb") as handle:
@@ -202,7 +206,7 @@ class ValidationProgress(_Poller):
         self._done: dict[int, int] = {}  # step -> episodes finished
         self._shown: dict[int, tuple[int, float]] = {}  # step -> (count, time) of the last line
 
-    def poll(self) -> None:
+    def _poll(self) -> None:
         for path in sorted(self.rollouts.glob("val_step*.jsonl")):
             step = int(path.name.removeprefix("val_step").split(".")[0])
             with path.open("rb") as handle:

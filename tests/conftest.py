@@ -4,8 +4,8 @@ CPU end-to-end training run."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
-import random
 import subprocess
 import sys
 import time
@@ -201,9 +201,15 @@ def train_cpu_smoke(root, *overrides, timeout=1500, kill_when=None):
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr), time.monotonic() - started
 
 
-def random_judge(body):
-    """A judge with an opinion that varies: early stages then carry signal through the judge alone."""
-    return verdict(todo_planning=round(random.random(), 2), phase_adherence=round(random.random(), 2))
+_JUDGE_CALLS = itertools.count(1)
+
+
+def varying_judge(body):
+    """A judge whose opinion differs on every call (the golden-ratio sequence: spread over [0, 1), no
+    two calls alike), so early stages carry signal through the judge alone and a group's rollouts
+    never tie by chance (a tie has no variance: the online filter would evict the group)."""
+    score = round(next(_JUDGE_CALLS) * 0.6180339887 % 1, 4)
+    return verdict(todo_planning=score, phase_adherence=score)
 
 
 def checkpointed(step: int):
@@ -230,7 +236,7 @@ def cpu_run(tmp_path_factory, tbrl_csv):
         "trainer.total_training_steps=4",
         '+hardware.env.VERL_USE_EXTERNAL_MODULES="terminal_rl.integrations.verl.plugin,tests.training.faults"',
     ]
-    with FakeLLMServer(random_judge) as judge:
+    with FakeLLMServer(varying_judge) as judge:
         first, first_sec = train_cpu_smoke(
             root, *overrides, f"judge.base_url={judge.base_url}", kill_when=checkpointed(2)
         )

@@ -231,9 +231,10 @@ def train(
             use_reference_policy=need_reference_policy(verl_config),
             use_critic=need_critic(verl_config),
         )
+        validation_progress = ValidationProgress(run.log_dir / "rollouts", val_episodes, console.print)
         with (
-            MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, job)),
-            ValidationProgress(run.log_dir / "rollouts", val_episodes, console.print),
+            MetricsFollower(Path(env["VERL_FILE_LOGGER_PATH"]), progress(console, job, validation_progress)),
+            validation_progress,
         ):
             run_ppo(verl_config, task_runner_class=TaskRunnerV1)
         sys.stdout.flush()
@@ -246,8 +247,9 @@ def train(
             console.print(line)
 
 
-def progress(console, job: TrainJob):
-    """The metrics follower's callback: a progress line per step, validation results when they ran."""
+def progress(console, job: TrainJob, validation_progress: ValidationProgress):
+    """The metrics follower's callback: a progress line per step, validation results when they ran
+    (after the validation's last progress line: both files are polled, the rollouts' first)."""
     from terminal_rl.integrations.verl.curriculum import run_schedule
 
     total = run_schedule(job.data)[1]
@@ -260,6 +262,7 @@ def progress(console, job: TrainJob):
             console.print(step_line(step, total, data, sum(step_seconds) / len(step_seconds)))
         validation = validation_line(step, data)
         if validation:
+            validation_progress.poll()
             console.print(validation)
 
     return on_step
