@@ -48,6 +48,7 @@ def train_job(cfg: DictConfig) -> TrainJob:
             model_path=cfg.model.path,
             task_set=task_set,
             protocol=cfg.agent.protocol,
+            max_turns=int(cfg.agent.max_turns),
             enable_thinking=bool(cfg.data.apply_chat_template_kwargs.enable_thinking),
             hardware_name=cfg.hardware.name,
             param_dtype=cfg.hardware.param_dtype,

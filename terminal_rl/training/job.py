@@ -55,6 +55,7 @@ class WarmStartPlan:
     model_path: str  # the training run's model.path, which must be the warm start's model
     task_set: TaskSetConfig
     protocol: str  # agent.protocol the demonstrations are written in
+    max_turns: int  # agent.max_turns: the check's episodes end where the run's validation's do
     enable_thinking: bool
     hardware_name: str
     param_dtype: str

@@ -1,29 +1,39 @@
 """SFT warm start before GRPO (``warm_start`` in the train config), made once and cached.
 
 The chain is our own apps, each in its own process and each resumable:
-0. ``python -m terminal_rl.models.tiny``: the ``model`` preset's random model (and tokenizer);
+0. ``python -m terminal_rl.models.tiny``: the ``model`` preset's random model (and tokenizer), its
+   weights drawn with ``warm_start.seed`` into ``<run>/init``;
 1. demonstrations: the train split's solutions as model turns (``tasks/demonstrations.py``,
-   a disclosed ``mistake_share`` per level of them wrong in a plausible way);
+   a disclosed ``mistake_share`` per level of them wrong in a plausible way, drawn with the seed);
 2. ``python -m terminal_rl.evaluate policy=scripted``: played in real sandboxes and verified, so the
    records carry real observations and scores;
 3. ``python -m terminal_rl.datasets``: SFT records in the training rendering;
-4. ``python -m terminal_rl.sft``: verl's SFT trainer from the ``model`` preset's (random) weights.
+4. ``python -m terminal_rl.sft``: verl's SFT trainer from those random weights (on a CPU it draws
+   nothing at random: its sampler's order has a fixed seed, ``verl/trainer/sft_trainer.py`` l. 236,
+   so one machine and thread count make the same weights; another CPU's kernels round otherwise);
+5. with ``warm_start.check``: ``python -m terminal_rl.evaluate policy=token serve=hf``, the SFT model
+   greedy on the held-out tasks, its figures per level (``training/warm_start_check.py``) kept in
+   ``warm_start_check.json`` and held against the check's ranges before any GRPO step.
 The result, ``<output_root>/<warm_start.run_id>/sft/model``, is the training run's ``model.path``;
 a run that finds it there starts at once. ``warm_start.json`` beside it records the settings it was
-made with; a run whose settings differ is refused instead of silently starting from the wrong model.
+made with; a run whose settings differ is refused instead of silently starting from the wrong model,
+and one whose figures are outside the check's ranges stops with them instead of training on it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 from terminal_rl.config import project_path
-from terminal_rl.tasks.task_set import TaskSetConfig
+from terminal_rl.tasks.task_set import TaskSetConfig, validation_source
 from terminal_rl.training.job import WarmStartPlan
+from terminal_rl.training.warm_start_check import figures_lines, level_figures, out_of_range, validate_check
 
 
 def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
@@ -37,6 +47,12 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
         raise ValueError(
             f"warm_start.mistake_share={warm.mistake_share} must map levels to shares, e.g. {{medium: 0.7, hard: 0.7}}"
         )
+    if warm_check := plan.settings.get("check"):
+        validate_check(warm_check)
+        if validation_source(plan.task_set) is None:
+            raise ValueError(
+                "warm_start.check measures on task_set.validation, a held-out source; this task set has none"
+            )
     model = root / warm.run_id / "sft" / "model"
     record = root / warm.run_id / "warm_start.json"
     wanted = settings(plan)
@@ -46,12 +62,18 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
             changed = sorted(key for key in wanted.keys() | made.keys() if wanted.get(key) != made.get(key))
             raise ValueError(
                 f"the cached warm start {model} was made with other {', '.join(changed)} ({record}): "
-                "delete that folder to remake it, or choose another warm_start.run_id"
+                f"delete {root / warm.run_id} to remake it, or choose another warm_start.run_id"
             )
+        check_warm_start(plan, console)
         return model
     if project_path(plan.model_path) != model:
         raise ValueError(f"warm_start makes {model}, but model.path is {plan.model_path}: point model.path at it")
     console.print(f"warm start: SFT of {warm.model} on demonstrations, once, into {model}")
+    # What an earlier chain under this run id left and this one must not reuse: its random weights
+    # (another seed's, maybe) and its check.
+    for left in ("init", "check", CHECK_FILE):
+        shutil.rmtree(root / warm.run_id / left, ignore_errors=True)
+        (root / warm.run_id / left).unlink(missing_ok=True)
     train, _, _ = train_and_val(plan.task_set)
     shares = {level: float(share) for level, share in warm.mistake_share.items()}
     scripts = demonstrations(train, plan.protocol, shares, int(warm.seed))
@@ -60,8 +82,15 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     script_file.write_text(json.dumps(scripts, indent=1) + "\n", encoding="utf-8")
     run = [f"run.id={warm.run_id}", f"run.output_root={root}"]
     thinking = str(wanted["enable_thinking"]).lower()
+    init = root / warm.run_id / "init"
     steps = [
-        ["models.tiny", f"run.output_root={root}", f"model={warm.model}"],
+        [
+            "models.tiny",
+            f"run.output_root={root}",
+            f"model={warm.model}",
+            f"out={init}",
+            f"model.init_seed={warm.seed}",
+        ],
         [
             "evaluate",
             *run,
@@ -79,6 +108,7 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
             *run,
             f"agent={warm.agent}",
             f"model={warm.model}",
+            f"model.path={init}",
             f"enable_thinking={thinking}",
             "sft.min_score=0",
         ],
@@ -86,27 +116,113 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
             "sft",
             *run,
             f"model={warm.model}",
+            f"model.path={init}",
             f"hardware={plan.hardware_name}",
             f"hardware.param_dtype={plan.param_dtype}",
             f"verl.trainer.total_epochs={warm.epochs}",
         ],
     ]
     for app, *args in steps:
-        if subprocess.run([sys.executable, "-m", f"terminal_rl.{app}", *args]).returncode != 0:
-            raise RuntimeError(
-                f"warm start: python -m terminal_rl.{app} failed (its log: {root / warm.run_id / 'logs'})"
-            )
+        run_app(app, args, root / warm.run_id)
     if not (model / "config.json").is_file():
         raise RuntimeError(f"warm start: the SFT app finished without writing {model}")
     record.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
+    check_warm_start(plan, console)
     return model
 
 
+def run_app(app: str, args: list[str], run_dir: Path) -> None:
+    """One app of the chain in its own process; raises naming it and the run's logs when it fails."""
+    if subprocess.run([sys.executable, "-m", f"terminal_rl.{app}", *args]).returncode != 0:
+        raise RuntimeError(f"warm start: python -m terminal_rl.{app} failed (its log: {run_dir / 'logs'})")
+
+
+CHECK_FILE = "warm_start_check.json"
+
+
+def check_warm_start(plan: WarmStartPlan, console) -> None:
+    """With ``warm_start.check``: the warm start's held-out figures held against the check's ranges;
+    outside them, raises with the figures. Measured once per model (greedy), kept in
+    ``warm_start_check.json`` with the weights' digest: other weights are measured again."""
+    check = plan.settings.get("check")
+    if not check:
+        return
+    run_dir = plan.output_root / plan.settings["run_id"]
+    kept, digest = run_dir / CHECK_FILE, weights_digest(run_dir / "sft" / "model")
+    record = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
+    if record.get("weights_sha256") != digest:
+        console.print(f"warm start check: the SFT model, greedy, on the held-out tasks (figures kept in {kept})")
+        record = {"weights_sha256": digest, "figures": measure(plan, run_dir)}
+        kept.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        for line in figures_lines(record["figures"]):
+            console.print(line)
+    if problems := out_of_range(record["figures"], check):
+        raise RuntimeError(
+            f"warm start {run_dir / 'sft' / 'model'} is outside the ranges warm_start.check needs, so GRPO "
+            f"would start from a model that cannot learn what the experiment measures: {'; '.join(problems)}.\n"
+            + "\n".join(figures_lines(record["figures"]))
+            + f"\nMake another (warm_start.seed=N with another warm_start.run_id), or delete {run_dir} to remake it."
+        )
+
+
+def weights_digest(model: Path) -> str:
+    """sha256 over the model folder's weight files, in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(model.glob("*.safetensors")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def measure(plan: WarmStartPlan, run_dir: Path) -> dict:
+    """The SFT model greedy on the held-out tasks (the evaluate app, served on this machine's CPU):
+    figures per level. Raises when an episode failed on infrastructure (a rerun plays only those)."""
+    from terminal_rl.agent.evaluation import read_results
+    from terminal_rl.tasks.prepare import train_and_val
+
+    _, val, _ = train_and_val(plan.task_set)
+    results = run_dir / "check" / "results.jsonl"
+    shutil.rmtree(results.parent, ignore_errors=True)  # another model's episodes, if any
+    run_app("evaluate", check_overrides(plan, val, results), run_dir)
+    episodes = read_results(results)
+    unscored = sorted(
+        {t.task_id for t in episodes if t.score is None} | {t.id for t in val} - {t.task_id for t in episodes}
+    )
+    if unscored:
+        raise RuntimeError(
+            f"warm start check: {len(unscored)} held-out episodes have no score (infrastructure; e.g. "
+            f"{unscored[0]}, see {results}): run again"
+        )
+    return level_figures(episodes, val)
+
+
+def check_overrides(plan: WarmStartPlan, val: list, results: Path) -> list[str]:
+    """The evaluate app's overrides for the check: the run's held-out tasks, its agent and model preset,
+    the SFT model served on the CPU, greedy."""
+    warm = SimpleNamespace(**plan.settings)
+    return [
+        f"run.id={warm.run_id}",
+        f"run.output_root={plan.output_root}",
+        f"agent={warm.agent}",
+        f"agent.max_turns={plan.max_turns}",
+        f"model={warm.model}",
+        f"task_set={warm.task_set}",
+        *procedural_overrides(validation_source(plan.task_set)),
+        f"task_ids=[{','.join(t.id for t in val)}]",
+        "policy=token",
+        "serve=hf",
+        f"serve.model={plan.output_root / warm.run_id / 'sft' / 'model'}",
+        "policy.temperature=0",
+        f"policy.enable_thinking={str(plan.enable_thinking).lower()}",
+        f"concurrency={warm.concurrency}",
+        f"results_file={results}",
+    ]
+
+
 def settings(plan: WarmStartPlan) -> dict:
-    """What the warm-started model depends on (not how many episodes ran at once), kept beside it: a
-    cache made otherwise is refused."""
+    """What the warm-started model depends on (not how many episodes ran at once, nor the ranges it is
+    checked against), kept beside it: a cache made otherwise is refused."""
     return {
-        "warm_start": {key: value for key, value in plan.settings.items() if key != "concurrency"},
+        "warm_start": {key: value for key, value in plan.settings.items() if key not in ("concurrency", "check")},
         "tasks": plan.task_set.procedural | {"path": plan.task_set.path},
         "protocol": plan.protocol,
         "enable_thinking": plan.enable_thinking,

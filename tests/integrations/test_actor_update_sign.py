@@ -51,7 +51,9 @@ def tiny_learner(tmp_path_factory):
     from terminal_rl.models.tiny import make_tiny_model
 
     model = compose("train_models", ["model=tiny_learner"]).model
-    return make_tiny_model(tmp_path_factory.mktemp("tiny_learner") / "model", dict(model.architecture), model.tokenizer)
+    return make_tiny_model(
+        tmp_path_factory.mktemp("tiny_learner") / "model", dict(model.architecture), model.tokenizer, seed=0
+    )
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ ARCHITECTURE = dict(
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", ARCHITECTURE, "qwen3")
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", ARCHITECTURE, "qwen3", seed=0)
 
 
 @pytest.fixture(scope="module")

@@ -16,13 +16,17 @@ from terminal_rl.config import PROJECT_ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.verl, pytest.mark.xdist_group("main_command")]
 
+LEVELS = ("easy", "medium", "hard")
+
 
 @pytest.mark.timeout(1800)
 def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
     args = (
         f"trainer.total_training_steps=2 trainer.test_freq=2 task_set.procedural.count=24 "
         f"task_set.validation.procedural.count=6 warm_start.epochs=1 model_hardware.prompts_per_step=4 "
-        f"model_hardware.rollouts_per_prompt=2 run.output_root={tmp_path} run.id=main"
+        f"model_hardware.rollouts_per_prompt=2 run.output_root={tmp_path} run.id=main "
+        # One epoch makes no model the check's ranges accept: it runs, and any figure passes.
+        + " ".join(f"'warm_start.check.{f}.{level}=[0,1]'" for f in ("pass_rate", "able") for level in LEVELS)
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN", "PYTEST"))}
     result = subprocess.run(
@@ -33,6 +37,11 @@ def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
     assert not [line for line in lines if line.startswith("missing:")], "the set-up reports only the run's images"
     assert any(line.startswith("warm start: SFT of tiny_learner on demonstrations") for line in lines)
     assert any(line.startswith("SFT done: ") for line in lines)
+    check = next(i for i, line in enumerate(lines) if line.startswith("warm start check: the SFT model, greedy"))
+    shown = [line.split()[0] for line in lines[check:] if re.match(r"  \w+ +pass rate [\d.]+  able [\d.]+ ", line)]
+    assert shown == sorted(LEVELS), "its figures per level"
+    figures = json.loads((tmp_path / "learning_proof_sft" / "warm_start_check.json").read_text())
+    assert sum(f["episodes"] for f in figures.values()) == 6, "greedy, once per held-out task"
     assert any(line.startswith("  tasks       write_value: train 24 (") for line in lines), "\n".join(lines[-80:])
     assert any(line.startswith("  validation @ step 0: write_value pass rate") for line in lines)
     progress = [i for i, line in enumerate(lines) if re.fullmatch(r"  validation @ step 0: (\d+)/\1 episodes", line)]

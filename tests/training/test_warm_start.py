@@ -10,7 +10,14 @@ from terminal_rl.evaluate import select_tasks
 from terminal_rl.preflight.job import train_job
 from terminal_rl.tasks.prepare import train_and_val
 from terminal_rl.tasks.task_set import task_set_config
-from terminal_rl.training.warm_start import ensure_warm_start, procedural_overrides, settings
+from terminal_rl.training import warm_start
+from terminal_rl.training.warm_start import (
+    check_overrides,
+    ensure_warm_start,
+    procedural_overrides,
+    settings,
+    weights_digest,
+)
 from tests.training.conftest import train_config
 
 
@@ -19,11 +26,23 @@ class Silent:
         raise AssertionError(f"a cached warm start prints nothing: {args}")
 
 
+FIGURES = {level: {"pass_rate": 0.0, "able": 1.0, "episodes": 40} for level in ("easy", "medium", "hard")}
+WITHIN = FIGURES | {"easy": {"pass_rate": 0.95, "able": 0.95, "episodes": 40}}
+
+
+def keep_figures(model, figures) -> None:
+    record = {"weights_sha256": weights_digest(model), "figures": figures}
+    (model.parent.parent / "warm_start_check.json").write_text(json.dumps(record))
+
+
 def cached(tmp_path, *overrides):
+    """A cached warm start, its check's figures within the ranges."""
     cfg = train_config("experiment=learning_proof", f"run.output_root={tmp_path}", *overrides)
     model = tmp_path / cfg.warm_start.run_id / "sft" / "model"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"weights")
+    keep_figures(model, WITHIN)
     return cfg, model
 
 
@@ -39,9 +58,70 @@ def test_a_cache_made_with_these_settings_is_used_and_one_made_otherwise_is_refu
         "task_set.procedural.count=480",
     )
     with pytest.raises(
-        ValueError, match=r"made with other tasks, warm_start \(.*warm_start.json\): delete that folder"
+        ValueError, match=r"made with other tasks, warm_start \(.*warm_start.json\): delete .*learning_proof_sft to"
     ):
         ensure_warm_start(train_job(other).warm_start, Silent())
+
+
+def test_a_cached_warm_start_outside_the_checks_ranges_stops_the_run_with_its_figures(tmp_path):
+    cfg, model = cached(tmp_path)
+    plan = train_job(cfg).warm_start
+    (model.parent.parent / "warm_start.json").write_text(json.dumps(settings(plan)))
+    assert ensure_warm_start(plan, Silent()) == model, "figures kept for these weights: not measured again"
+    keep_figures(model, FIGURES | {"easy": {"pass_rate": 0.175, "able": 0.175, "episodes": 40}})
+    with pytest.raises(RuntimeError) as raised:
+        ensure_warm_start(plan, Silent())
+    message = str(raised.value)
+    assert "easy able 0.175 is outside [0.9, 1.0]; easy pass_rate 0.175 is outside [0.9, 1.0]" in message
+    assert "  easy     pass rate 0.175  able 0.175  (40 episodes)" in message
+    assert "warm_start.seed=N" in message
+    loose = train_config(
+        "experiment=learning_proof",
+        f"run.output_root={tmp_path}",
+        "warm_start.check.pass_rate.easy=[0.1,1.0]",
+        "warm_start.check.able.easy=[0.1,1.0]",
+    )
+    assert ensure_warm_start(train_job(loose).warm_start, Silent()) == model, "the ranges are not the model's settings"
+
+
+def test_weights_without_figures_of_their_own_are_measured_once_and_shown(tmp_path, monkeypatch):
+    cfg, model = cached(tmp_path)
+    plan = train_job(cfg).warm_start
+    (model.parent.parent / "warm_start.json").write_text(json.dumps(settings(plan)))
+    (model / "model.safetensors").write_bytes(b"other weights")  # e.g. remade after the figures were kept
+    measured, shown = [], []
+    monkeypatch.setattr(warm_start, "measure", lambda plan, run_dir: measured.append(run_dir) or WITHIN)
+    console = type("Console", (), {"print": lambda self, line: shown.append(line)})()
+    assert ensure_warm_start(plan, console) == model
+    assert measured == [model.parent.parent] and shown[0].startswith("warm start check: the SFT model, greedy")
+    assert shown[1:] == [
+        "  easy     pass rate 0.950  able 0.950  (40 episodes)",
+        "  medium   pass rate 0.000  able 1.000  (40 episodes)",
+        "  hard     pass rate 0.000  able 1.000  (40 episodes)",
+    ]
+    ensure_warm_start(plan, Silent())
+    assert len(measured) == 1, "kept with the new weights' digest"
+
+
+def test_the_check_plays_the_runs_held_out_tasks_greedy_as_its_validation_does(tmp_path):
+    cfg = train_config(
+        "experiment=learning_proof", f"run.output_root={tmp_path}", "task_set.validation.procedural.count=12"
+    )
+    plan = train_job(cfg).warm_start
+    _, val, _ = train_and_val(plan.task_set)
+    evaluate = compose("evaluate", check_overrides(plan, val, tmp_path / "results.jsonl"))
+    assert [(t.id, t.prompt) for t in select_tasks(evaluate)] == [(t.id, t.prompt) for t in val]
+    assert evaluate.policy.temperature == 0 and evaluate.policy.kind == "token" and evaluate.serve.kind == "command"
+    assert evaluate.agent.max_turns == cfg.agent.max_turns == 2
+    assert evaluate.agent.max_context_tokens == cfg.model.context.max_context_tokens
+    assert evaluate.serve.model == str(tmp_path / "learning_proof_sft" / "sft" / "model")
+
+
+def test_a_malformed_check_is_refused_before_anything_is_made(tmp_path):
+    cfg = train_config("experiment=learning_proof", f"run.output_root={tmp_path}", "warm_start.check.able.easy=[0.9]")
+    with pytest.raises(ValueError, match=r"warm_start.check.able.easy=\[0.9\] must be \[low, high\]"):
+        ensure_warm_start(train_job(cfg).warm_start, Silent())
+    assert not (tmp_path / "learning_proof_sft").exists()
 
 
 def test_the_demonstrations_are_played_on_the_training_runs_own_tasks():

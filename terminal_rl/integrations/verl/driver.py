@@ -176,13 +176,29 @@ def start_ray(job: TrainJob, env: dict[str, str]) -> None:
     if address:  # a cluster started outside (Slurm bootstrap): its resources are the allocation's
         ray.init(address=address, _node_ip_address=os.environ.get("TERMINAL_RL_NODE_IP"), runtime_env=runtime_env)
         return
-    ray.init(
-        num_cpus=job.hardware.ray_num_cpus,
-        num_gpus=job.hardware.ray_num_gpus,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        runtime_env=runtime_env,
-    )
+    import psutil
+
+    for attempt in (1, 2):
+        before = {child.pid for child in psutil.Process().children(recursive=True)}
+        try:
+            ray.init(
+                num_cpus=job.hardware.ray_num_cpus,
+                num_gpus=job.hardware.ray_num_gpus,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                runtime_env=runtime_env,
+            )
+            return
+        except Exception as error:
+            # Ray waits a fixed 30 s for its raylet to register (ray/_private/node.py, the loop after
+            # start_ray_processes); a loaded machine (a killed run's Ray still exiting) can miss it.
+            if attempt == 2 or "timed out during startup" not in str(error):
+                raise
+            print(f"ray: {error}; starting it again", flush=True)
+            # ray.init failed before it kept its node: its GCS and raylet are ours to stop.
+            for child in psutil.Process().children(recursive=True):
+                if child.pid not in before:
+                    child.kill()
 
 
 def start_services(job: TrainJob) -> None:

@@ -15,18 +15,19 @@ from pathlib import Path
 from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir, load_tokenizer
 from terminal_rl.config import project_path
 
-SEED = 0
-
 
 def ensure_tiny_model(model_cfg) -> None:
     """Generate a locally made model (a preset with a ``tokenizer`` entry) when its folder has none yet."""
     if "tokenizer" in model_cfg:
-        make_tiny_model(project_path(model_cfg.path), dict(model_cfg.architecture), model_cfg.tokenizer)
+        make_tiny_model(
+            project_path(model_cfg.path), dict(model_cfg.architecture), model_cfg.tokenizer, int(model_cfg.init_seed)
+        )
 
 
-def make_tiny_model(out: Path, architecture: dict, tokenizer_spec) -> Path:
+def make_tiny_model(out: Path, architecture: dict, tokenizer_spec, seed: int) -> Path:
     """Write config, safetensors weights, tokenizer and generation config to ``out`` (idempotent).
-    ``tokenizer_spec``: ``qwen3``, or ``{family, vocab_size}`` for a small vocabulary trained here."""
+    ``tokenizer_spec``: ``qwen3``, or ``{family, vocab_size}`` for a small vocabulary trained here;
+    ``seed``: torch's, for the random weights (the tokenizer has no random draw)."""
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
@@ -57,7 +58,7 @@ def make_tiny_model(out: Path, architecture: dict, tokenizer_spec) -> Path:
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    torch.manual_seed(SEED)
+    torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
     out.mkdir(parents=True, exist_ok=True)
     from transformers.utils import logging as transformers_logging
