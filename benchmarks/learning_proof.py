@@ -113,10 +113,15 @@ def held_out_task_levels(cfg) -> dict[str, str]:
 
 def fingerprint(arm: str, extra: list[str], steps: int) -> str:
     """What an arm's figures depend on, as a hash: its composed config (unresolved, with a fixed output
-    root, so the same on every machine), the extra overrides and the step count. Code is not in it."""
+    root, so the same on every machine), the extra overrides and the step count. Code is not in it, nor
+    what cannot move the figures: the warm start's check (it stops a run or lets it be) and the model
+    preset's init seed (the warm start draws its own with ``warm_start.seed``)."""
     from omegaconf import OmegaConf
 
-    text = OmegaConf.to_yaml(experiment(Path("/outputs"), [*ARMS[arm], *extra])) + f"\nsteps={steps}"
+    cfg = OmegaConf.to_container(experiment(Path("/outputs"), [*ARMS[arm], *extra]))
+    cfg["warm_start"].pop("check", None)
+    cfg["model"].pop("init_seed", None)
+    text = OmegaConf.to_yaml(cfg) + f"\nsteps={steps}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
