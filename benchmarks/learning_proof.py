@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from terminal_rl.analysis import load_metrics, load_trajectories, validation_score  # noqa: E402
+from terminal_rl.training.warm_start import weights_digest  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 ARMS = {"treatment": [], "control": ["algorithm=grpo_shuffled"]}
@@ -157,11 +158,6 @@ def with_int_steps(arm: dict) -> dict:
         **arm,
         **{curve: {int(k): v for k, v in arm[curve].items()} for curve in ("held_out_pass_rate", "held_out_by_level")},
     }
-
-
-def weights_digest(model_dir: Path) -> str:
-    """A model's weights, hashed: which warm start an arm (of this or another sitting) began from."""
-    return hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()[:16]
 
 
 def warm_start(cfg) -> float:
@@ -333,7 +329,7 @@ def main() -> None:
         cached = (Path(cfg.model.path) / "config.json").is_file()
         minutes = warm_start(cfg)
         warm_minutes = warm_minutes if cached else minutes
-        digest = weights_digest(Path(cfg.model.path))
+        digest = weights_digest(Path(cfg.model.path))[:16]  # as the results record it
         for key in unpaired(results, {seed for seed, _ in to_run}, digest):
             superseded.append(results.pop(key))
             to_run.append(key)

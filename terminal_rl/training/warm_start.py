@@ -71,9 +71,9 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     console.print(f"warm start: SFT of {warm.model} on demonstrations, once, into {model}")
     # What an earlier chain under this run id left and this one must not reuse: its random weights
     # (another seed's, maybe) and its check.
-    for left in ("init", "check", CHECK_FILE):
-        shutil.rmtree(root / warm.run_id / left, ignore_errors=True)
-        (root / warm.run_id / left).unlink(missing_ok=True)
+    for folder in ("init", "check"):
+        shutil.rmtree(root / warm.run_id / folder, ignore_errors=True)
+    (root / warm.run_id / CHECK_FILE).unlink(missing_ok=True)
     train, _, _ = train_and_val(plan.task_set)
     shares = {level: float(share) for level, share in warm.mistake_share.items()}
     scripts = demonstrations(train, plan.protocol, shares, int(warm.seed))
@@ -175,7 +175,7 @@ def weights_digest(model: Path) -> str:
 
 def measure(plan: WarmStartPlan, run_dir: Path) -> dict:
     """The SFT model greedy on the held-out tasks (the evaluate app, served on this machine's CPU):
-    figures per level. Raises when an episode failed on infrastructure (a rerun plays only those)."""
+    figures per level. Raises when an episode failed on infrastructure (nothing is kept: run again)."""
     from terminal_rl.agent.evaluation import read_results
     from terminal_rl.tasks.prepare import train_and_val
 
