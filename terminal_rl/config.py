@@ -42,11 +42,13 @@ def settings_digest(*values: Any) -> str:
 # prompt), a digest that names settings (a run id a rerun finds again), and the CPU's training
 # dtype. Registered only in the driver: configs are resolved there before any worker sees them.
 for _name, _fn in (
+    ("tr.add", lambda a, b: a + b),
     ("tr.sub", lambda a, b: a - b),
     ("tr.mul", lambda a, b: a * b),
     ("tr.div", lambda a, b: a // b),
     ("tr.min", lambda a, b: min(a, b)),
     ("tr.eq", lambda a, b: a == b),
+    ("tr.if", lambda condition, a, b: a if condition else b),
     ("tr.coalesce", lambda a, b: b if a is None else a),
     ("tr.digest", settings_digest),
     ("tr.cpu_dtype", cpu_training_dtype),

@@ -107,18 +107,26 @@ def _eta(seconds: float) -> str:
 
 def step_line(step: int, total: int, data: dict, seconds_per_step: float) -> str:
     """One step's progress (pure): step / total, ETA, step time, test score, pass rate, reward, judge
-    weight, curriculum stage, masked and filtered fractions."""
+    weight, curriculum stage, masked and filtered fractions; in async mode (the step logged groups in
+    flight while it trained) the staleness of its samples, mean and max in steps, and that overlap."""
 
     def value(key: str, digits: int = 3) -> str:
         number = data.get(key)
         return "-" if number is None else f"{float(number):.{digits}f}"
 
-    return (
+    line = (
         f"step {step}/{total}  ETA {_eta((total - step) * seconds_per_step)}  "
         f"{float(data.get('timing_s/step', 0)):.0f} s/step | tests {value('reward/tests_score')}  "
         f"pass {value('reward/pass_rate', 2)}  reward {value('critic/score/mean')}  "
         f"judge w {value('reward/weight/judge', 2)}  stage {value('curriculum/stage', 0)}  "
         f"masked {value('rollout/masked_fraction', 2)}  filtered {value('rollout/filtered', 2)}"
+    )
+    if "rollout/in_flight_while_training" not in data:
+        return line
+    stale = "training/off_policy/trajectory_staleness_worst"
+    return (
+        f"{line} | stale {value(stale + '/mean', 1)}/{value(stale + '/max', 0)}  "
+        f"in flight {value('rollout/in_flight_while_training', 0)} groups while training"
     )
 
 

@@ -99,6 +99,14 @@ def test_a_step_line_has_progress_eta_and_the_step_figures():
     assert line.startswith("step 3/10  ETA 7m00s  61 s/step | tests 0.412  pass 0.25  reward 0.500  judge w 0.35")
     assert "stage 1  masked 0.00  filtered -" in line, "a figure the step did not log shows as -"
     assert "ETA 2h00m" in step_line(1, 121, data, 60.0)
+    assert "stale" not in line, "sync mode: no staleness to show"
+    asynchronous = {
+        **data,
+        "rollout/in_flight_while_training": 3,
+        "training/off_policy/trajectory_staleness_worst/mean": 0.5,
+        "training/off_policy/trajectory_staleness_worst/max": 1,
+    }
+    assert step_line(3, 10, asynchronous, 60.0).endswith("| stale 0.5/1  in flight 3 groups while training")
     assert (
         validation_line(
             2,

@@ -61,6 +61,7 @@ class Episode:
         self.trajectory = Trajectory(task.id, task.content_hash, protocol.prompt_id, policy_name)
         self._budget_sec = limits.wall_clock_sec or task.limits.agent_timeout_sec
         self._started = 0.0
+        self._left_out_sec = 0.0
         self._parse_errors_in_a_row = 0
 
     @property
@@ -69,7 +70,12 @@ class Episode:
 
     @property
     def remaining_sec(self) -> float:
-        return self._budget_sec - (time.monotonic() - self._started)
+        return self._budget_sec - (time.monotonic() - self._started - self._left_out_sec)
+
+    def leave_out(self, seconds: float) -> None:
+        """``seconds`` of the episode so far were not its own (model calls waiting for generation to
+        resume after a weights update): the wall-clock budget does not count them."""
+        self._left_out_sec = seconds
 
     def turn_max_tokens(self, context_tokens: int) -> int:
         """Tokens the next turn may use: the per-turn cap or what is left of the context budget."""

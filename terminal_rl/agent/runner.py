@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from terminal_rl.agent.context import ContextView
 from terminal_rl.agent.episode import Episode, EpisodeLimits
@@ -24,6 +25,8 @@ from terminal_rl.sandbox.verify.verifier import verify
 from terminal_rl.tasks.model import Limits, Task
 
 log = logging.getLogger(__name__)
+# The shortest wait before a deadline extended by a generation pause is checked again (s).
+RECHECK_SEC = 1.0
 
 
 def episode_deadline_sec(limits: Limits, grace_sec: float) -> float:
@@ -40,13 +43,18 @@ async def run_episode(
     limits: EpisodeLimits,
     rollout_id: str = "",
     deadline_sec: float | None = None,
+    paused_sec: Callable[[], Awaitable[float]] | None = None,
 ) -> Trajectory:
+    """``paused_sec()``: seconds the episode's model calls have so far waited for generation to resume
+    (async training); neither the agent's wall-clock budget nor the deadline counts them."""
     started = time.time()
     record = Trajectory(task.id, task.content_hash, protocol.prompt_id, policy.name, started_at=started)
     holder = [record]  # the episode's own record, once it exists
     deadline = deadline_sec or episode_deadline_sec(task.limits, factory.config.container.grace_sec)
     try:
-        await asyncio.wait_for(_run(task, factory, protocol, policy, limits, rollout_id, holder), deadline)
+        await within_deadline(
+            _run(task, factory, protocol, policy, limits, rollout_id, holder, paused_sec), deadline, paused_sec
+        )
     except TimeoutError:
         _fail(holder[0], Termination.SANDBOX_ERROR, f"episode exceeded its deadline of {deadline:.0f}s")
     except PolicyError as error:
@@ -59,6 +67,29 @@ async def run_episode(
     return trajectory
 
 
+async def within_deadline(work: Awaitable, deadline_sec: float, paused_sec: Callable[[], Awaitable[float]] | None):
+    """``asyncio.wait_for(work, deadline_sec)``, less the paused seconds: at the deadline, the time paused
+    so far is added and the wait goes on (checked again at least a second later: during a pause the
+    time left stays about the same); TimeoutError once the unpaused time reaches the deadline."""
+    task = asyncio.ensure_future(work)
+    started = time.monotonic()
+    first = True
+    try:
+        while True:
+            paused = await paused_sec() if paused_sec is not None else 0.0
+            remaining = started + deadline_sec + paused - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            done, _ = await asyncio.wait({task}, timeout=remaining if first else max(remaining, RECHECK_SEC))
+            first = False
+            if done:
+                return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
 async def _run(
     task: Task,
     factory: SandboxFactory,
@@ -67,6 +98,7 @@ async def _run(
     limits: EpisodeLimits,
     rollout_id: str,
     holder: list[Trajectory],
+    paused_sec: Callable[[], Awaitable[float]] | None,
 ) -> None:
     async with factory.task_sandbox(task, rollout_id) as sandbox:
         episode = Episode(task, sandbox, protocol, limits, policy.name)
@@ -94,6 +126,8 @@ async def _run(
                 episode.end(Termination.POLICY_ERROR, str(error))
                 break
             trajectory.metadata["cost_usd"] = trajectory.metadata.get("cost_usd", 0.0) + reply.cost_usd
+            if paused_sec is not None:
+                episode.leave_out(await paused_sec())
             if summary:  # the transcript keeps the request and the summary; the model continues from it
                 trajectory.messages += [shown[-1], {"role": "assistant", "content": reply.text}]
                 view.handoff(reply.text)

@@ -200,7 +200,7 @@ class TokenSample:
             self.response_logprobs += list(logprobs) if mask else [0.0] * len(ids)
 
     def add_model_turn(
-        self, token_ids: list[int], logprobs: list[float] | None, version: int | None, eos_id: int
+        self, token_ids: list[int], logprobs: list[float] | None, versions: tuple[int, int] | None, eos_id: int
     ) -> None:
         """The model's tokens as generated; a turn cut off by the token cap is closed with the
         end-of-turn token (mask 0: the model did not write it)."""
@@ -209,9 +209,9 @@ class TokenSample:
         self.turn_spans.append((start, len(self.response_ids)))
         if not token_ids or token_ids[-1] != eos_id:
             self.add([eos_id], 0)
-        if version is not None:
-            self.first_version = version if self.first_version is None else self.first_version
-            self.last_version = version
+        if versions is not None:
+            self.first_version = versions[0] if self.first_version is None else self.first_version
+            self.last_version = versions[1]
 
 
 class TokenHistory:
@@ -244,7 +244,9 @@ class TokenHistory:
         first = self.samples[-1].prompt_ids if self.samples else self.prompt_ids()
         return turn_room(self.kind, limits, len(first), len(self.prompt_ids()))
 
-    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
+    def add_model_turn(
+        self, token_ids: list[int], logprobs: list[float] | None, versions: tuple[int, int] | None = None
+    ) -> None:
         """Record the model's turn (see ``TokenSample.add_model_turn``) and add it to the messages."""
         raise NotImplementedError
 
@@ -287,8 +289,10 @@ class AppendHistory(TokenHistory):
         sample = self.samples[-1]
         return sample.prompt_ids + sample.response_ids
 
-    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
-        self.samples[-1].add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
+    def add_model_turn(
+        self, token_ids: list[int], logprobs: list[float] | None, versions: tuple[int, int] | None = None
+    ) -> None:
+        self.samples[-1].add_model_turn(token_ids, logprobs, versions, self.chat.eos_id)
         self._add_message(token_ids)
 
     def add_observation(self, messages: list[dict[str, str]]) -> None:
@@ -315,9 +319,11 @@ class PerTurnHistory(TokenHistory):
             self._prompt = self.chat.prompt_ids(self.messages)
         return self._prompt
 
-    def add_model_turn(self, token_ids: list[int], logprobs: list[float] | None, version: int | None = None) -> None:
+    def add_model_turn(
+        self, token_ids: list[int], logprobs: list[float] | None, versions: tuple[int, int] | None = None
+    ) -> None:
         sample = TokenSample(self.prompt_ids(), turn=len(self.samples))
-        sample.add_model_turn(token_ids, logprobs, version, self.chat.eos_id)
+        sample.add_model_turn(token_ids, logprobs, versions, self.chat.eos_id)
         self.samples.append(sample)
         self._add_message(token_ids)
         self._prompt = None

@@ -398,6 +398,39 @@ def check_history(cfg: DictConfig) -> list[str]:
     return []
 
 
+def check_rollouts(cfg: DictConfig) -> list[str]:
+    """``rollouts=async``'s settings (conf/rollouts/async.yaml), and verl's trainer mode: ours are
+    installed on verl's sync and colocate_async trainers only (integrations/verl/trainer.py)."""
+    mode = cfg.trainer.v1.trainer_mode
+    if mode not in ("sync", "colocate_async"):
+        return [
+            f"trainer.v1.trainer_mode={mode}: choose rollouts=sync or rollouts=async (verl's sync and "
+            "colocate_async trainers, with this project's bookkeeping)"
+        ]
+    settings = cfg.get("async_rollouts")
+    if mode == "sync" or settings is None:
+        return []
+
+    def whole(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    problems = []
+    if not whole(settings.max_staleness) or settings.max_staleness < 0:
+        problems.append(f"async_rollouts.max_staleness={settings.max_staleness}: a whole number of steps")
+    elif settings.max_staleness == 0:
+        problems.append(
+            "async_rollouts.max_staleness=0 trains only on the weights that wrote the samples, which is sync "
+            "training with extra waits: use rollouts=sync, or a staleness of 1 or more"
+        )
+    if settings.stale not in ("wait", "drop"):
+        problems.append(f"async_rollouts.stale={settings.stale}: choose wait (nothing lost) or drop")
+    if not isinstance(settings.prefetch_batches, (int, float)) or isinstance(settings.prefetch_batches, bool):
+        problems.append(f"async_rollouts.prefetch_batches={settings.prefetch_batches}: a number of batches")
+    elif settings.prefetch_batches <= 0:
+        problems.append(f"async_rollouts.prefetch_batches={settings.prefetch_batches}: at least one batch")
+    return problems
+
+
 def check_fixture_guard(cfg: DictConfig) -> list[str]:
     try:
         FixtureGuard.of(cfg.fixture_guard)
@@ -444,6 +477,7 @@ CONFIG_CHECKS: tuple[Check, ...] = (
     check_dataset,
     check_curriculum,
     check_history,
+    check_rollouts,
     check_fixture_guard,
     check_attention,
     check_judge_credentials,

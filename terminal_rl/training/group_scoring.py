@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +30,8 @@ from terminal_rl.rewards.fixture_guard import FixtureGuard
 from terminal_rl.rewards.mix import RewardMix, score_group
 
 log = logging.getLogger(__name__)
+# The shortest wait before a timeout extended by a generation pause is checked again (s).
+RECHECK_SEC = 1.0
 
 # trajectories -> one judgement dict per trajectory (terminal_rl.judge.service.Judgement)
 JudgeGroup = Callable[[list[Trajectory]], Awaitable[list[dict]]]
@@ -128,14 +131,21 @@ class _Group:
     collected: int = 0
     deciding: bool = False
     timer: asyncio.TimerHandle | None = None
+    opened_at: float = 0.0
 
 
 class GroupBarrier:
     """Collects the ``size`` sessions of each group id; the last arrival (or the timeout) scores the
-    group for all."""
+    group for all. ``paused_between(start, end)``: seconds of that wall-clock span during which
+    generation was paused (async training); the timeout does not count them."""
 
-    def __init__(self, score: Callable[[list[Trajectory]], Awaitable[GroupScores]]):
+    def __init__(
+        self,
+        score: Callable[[list[Trajectory]], Awaitable[GroupScores]],
+        paused_between: Callable[[float, float], Awaitable[float]] | None = None,
+    ):
         self._score = score
+        self._paused_between = paused_between
         self._groups: dict[str, _Group] = {}
 
     async def submit(
@@ -147,7 +157,8 @@ class GroupBarrier:
         group = self._groups.setdefault(group_id, _Group(size))
         if group.result is None:
             group.result = loop.create_future()
-            group.timer = loop.call_later(timeout_sec, lambda: loop.create_task(self._decide(group, timeout_sec)))
+            group.opened_at = time.time()
+            self._arm(group, timeout_sec, timeout_sec)
         if not group.result.done() and index not in group.trajectories:
             group.trajectories[index] = trajectory
             if len(group.trajectories) == group.size:
@@ -157,6 +168,27 @@ class GroupBarrier:
         if group.collected == group.size:
             del self._groups[group_id]
         return scores, index
+
+    def _arm(self, group: _Group, timeout_sec: float, wait_sec: float) -> None:
+        loop = asyncio.get_running_loop()
+        group.timer = loop.call_later(wait_sec, lambda: loop.create_task(self._on_timer(group, timeout_sec)))
+
+    async def _on_timer(self, group: _Group, timeout_sec: float) -> None:
+        """The timeout, unless generation was paused meanwhile: then wait on for the paused time
+        (checked again at least a second later: during a pause the time left stays about the same).
+        Pauses that cannot be read count as none: the group is decided, never left waiting."""
+        if self._paused_between is not None and not group.deciding:
+            now = time.time()
+            try:
+                paused = await self._paused_between(group.opened_at, now)
+            except Exception:
+                log.warning("generation pauses unreadable: group decided at its timeout", exc_info=True)
+                paused = 0.0
+            left = group.opened_at + timeout_sec + paused - now
+            if left > 0 and not group.deciding:
+                self._arm(group, timeout_sec, max(left, RECHECK_SEC))
+                return
+        await self._decide(group, timeout_sec)
 
     async def _decide(self, group: _Group, timeout_sec: float) -> None:
         if group.deciding:

@@ -69,6 +69,10 @@ METRICS: tuple[Metric, ...] = (
         "turns, commands, loops, parse errors (agent/metrics.py)",
         "behaviour_<name>",
     ),
+    Metric(
+        "curriculum/groups_consumed",
+        "groups the step consumed (trained on or evicted), each once, recorded by the curriculum",
+    ),
     Metric("curriculum/<name>", "the curriculum's state: stage, steps in stage, gate scores, pool, shares"),
     Metric("judge/<name>", "the judge service's counts: requests, calls, cache hits, tokens, cost, latency"),
     Metric("advantage/turn_<turn>/<statistic>", "per-turn advantages (adv_estimator=mt_grpo)"),
@@ -76,6 +80,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("training/mini_batch_rows", "rows per mini-batch this step (sized in sessions)"),
     Metric("training/optimizer_steps", "optimizer steps this step took"),
     Metric("ray/actor_nodes", "Ray nodes the actor workers run on"),
+    Metric(
+        "rollout/in_flight_while_training",
+        "rollouts=async: groups still generating when the step began training (rollout/train overlap)",
+    ),
     Metric("rollout/samples", "a table of a few trajectories (wandb only)"),
 )
 # verl's own metrics (its trainer, engines and rollout correction), logged as verl names them.

@@ -1,18 +1,20 @@
-"""The run's ledger of what each training step's rollout groups scored, shared by every rollout worker
+"""The run's ledger of the training groups its rollout workers scored, shared by every rollout worker
 (as a named Ray actor, ``terminal_rl.integrations.verl.services``), so decisions that span workers are
 made once for the whole step:
 
 * ``claim_refill``: online-variance filtering may drop and refill at most ``max_refills`` groups per
-  step across all workers (a per-worker count would allow ``max_refills`` x workers);
-* ``record`` / ``take``: every scored training group, *before* any filtering evicts it, so the
-  curriculum's advancement gate and the periodic pass-rate tracker see the step as it was sampled,
-  not the (upward-biased) groups that survived the filter.
+  training step across all workers (a per-worker count would allow ``max_refills`` x workers);
+* ``record`` / ``take_consumed``: every scored training group, *before* any filtering evicts it, keyed
+  by its group id, so the curriculum's advancement gate and the periodic pass-rate tracker see each
+  group once, in the step that consumed it (trained on it or evicted it), not the (upward-biased)
+  groups that survived the filter. In async mode a group issued at one step is often consumed at a
+  later one: the step number a prompt was issued at does not say which step consumed it.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass
 
 
 @dataclass(frozen=True)
@@ -30,25 +32,36 @@ class GroupRecord:
 class StepLedger:
     def __init__(self, max_refills: int):
         self.max_refills = max_refills
+        self.step = 0
         self._refills: Counter[int] = Counter()
-        self._groups: dict[int, list[GroupRecord]] = defaultdict(list)
+        self._groups: dict[str, GroupRecord] = {}
 
-    def claim_refill(self, step: int) -> bool:
-        """Whether one more group of ``step`` may be dropped and refilled (claims it if so)."""
-        if self._refills[step] >= self.max_refills:
+    def begin_step(self, step: int) -> None:
+        """The training step now sampling: refills claimed from here on count against it."""
+        self.step = step
+
+    def claim_refill(self) -> bool:
+        """Whether one more group may be dropped and refilled in the current step (claims it if so)."""
+        if self._refills[self.step] >= self.max_refills:
             return False
-        self._refills[step] += 1
+        self._refills[self.step] += 1
         return True
 
-    def refills(self, step: int) -> int:
-        return self._refills[step]
+    def record(self, group_id: str, group: GroupRecord) -> None:
+        """A scored group; a group id recorded again (its prompt reissued after a resume) replaces it."""
+        self._groups[group_id] = group
 
-    def record(self, step: int, group: GroupRecord) -> None:
-        self._groups[step].append(group)
+    def take_consumed(self, live_group_ids: set[str]) -> list[GroupRecord]:
+        """The groups no longer waiting to be trained (every recorded group id not in ``live_group_ids``,
+        the prompts the trainer still holds), in the order they were scored; forgets them."""
+        consumed = [group_id for group_id in self._groups if group_id not in live_group_ids]
+        return [self._groups.pop(group_id) for group_id in consumed]
 
-    def take(self, step: int) -> list[GroupRecord]:
-        """Every group recorded for ``step`` (and forget them, and earlier steps' leftovers)."""
-        groups = self._groups.pop(step, [])
-        for stale in [s for s in self._groups if s < step]:
-            del self._groups[stale]
-        return groups
+    def state(self) -> dict:
+        """The groups scored and not yet consumed, for the checkpoint: async mode restores such groups
+        from TransferQueue's checkpoint and trains them after a resume."""
+        return {group_id: asdict(group) for group_id, group in self._groups.items()}
+
+    def restore(self, state: dict) -> None:
+        """The checkpoint's groups, in place of anything recorded before (a killed attempt's)."""
+        self._groups = {group_id: GroupRecord(**group) for group_id, group in state.items()}

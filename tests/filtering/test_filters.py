@@ -1,3 +1,5 @@
+import json
+
 from terminal_rl.filtering.periodic import PassRateTracker
 from terminal_rl.filtering.variance import filter_signal, group_variances, lacks_signal
 from terminal_rl.training.step_ledger import GroupRecord, StepLedger
@@ -16,19 +18,37 @@ def test_online_variance_follows_the_reward_in_use():
 
 def test_refills_are_bounded_per_step_across_workers():
     ledger = StepLedger(max_refills=2)
-    # Several workers claim for the same step: only two claims succeed, whoever makes them.
-    assert [ledger.claim_refill(7) for _ in range(4)] == [True, True, False, False]
-    assert ledger.claim_refill(8) and ledger.refills(7) == 2 and ledger.refills(8) == 1
+    ledger.begin_step(7)
+    # Several workers claim in the same step: only two claims succeed, whoever makes them.
+    assert [ledger.claim_refill() for _ in range(4)] == [True, True, False, False]
+    ledger.begin_step(8)
+    assert [ledger.claim_refill() for _ in range(3)] == [True, True, False], "a new step, new claims"
 
 
-def test_ledger_keeps_every_group_of_a_step_filtered_or_not():
+def test_ledger_gives_each_group_to_the_step_that_consumed_it_filtered_or_not():
+    """Keyed by group id: a group counts in the step that trained on it or evicted it, whatever step
+    issued it (async mode), and once, even when its prompt was reissued after a resume."""
     ledger = StepLedger(max_refills=1)
     kept, dropped = GroupRecord("a", 0, [1.0, 0.0], False, False), GroupRecord("b", 0, [0.0, 0.0], False, True)
-    ledger.record(3, kept)
-    ledger.record(3, dropped)
-    ledger.record(2, GroupRecord("old", 0, [0.0], False, False))
-    assert ledger.take(3) == [kept, dropped]
-    assert ledger.take(3) == [] and ledger.take(2) == [], "taken steps and earlier leftovers are forgotten"
+    waiting = GroupRecord("c", 0, [0.0], False, False)
+    ledger.record("uid-a", GroupRecord("a", 0, [0.0, 0.0], True, False))
+    ledger.record("uid-a", kept)  # reissued after a resume: replaces the first record
+    ledger.record("uid-b", dropped)
+    ledger.record("uid-c", waiting)
+    assert ledger.take_consumed(live_group_ids={"uid-c"}) == [kept, dropped]
+    assert ledger.take_consumed(live_group_ids={"uid-c"}) == [], "taken groups are forgotten"
+    assert ledger.take_consumed(live_group_ids=set()) == [waiting], "consumed by a later step"
+
+
+def test_the_ledger_s_unconsumed_groups_survive_a_resume():
+    """Saved with the checkpoint; restored in place of what a killed attempt recorded after it."""
+    ledger = StepLedger(max_refills=1)
+    waiting = GroupRecord("c", 1, [0.5, 1.0], False, False)
+    ledger.record("uid-c", waiting)
+    saved = json.loads(json.dumps(ledger.state()))
+    ledger.record("uid-after-the-checkpoint", GroupRecord("d", 1, [0.0], False, False))
+    ledger.restore(saved)
+    assert ledger.take_consumed(set()) == [waiting]
 
 
 def test_periodic_pass_rate_parks_and_readmits():

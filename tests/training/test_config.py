@@ -197,6 +197,23 @@ def test_the_algorithm_and_lora_presets_compose_and_pass_preflight_and_verl(over
         assert problems == []
 
 
+def test_async_mode_sets_verls_colocate_async_trainer_staleness_and_correction():
+    """The user's async command at 4 nodes x 8 H100: verl's own keys (``trainer.v1``, the replay
+    buffer's off-policy bound, counted with the training step: replay_buffer.py l. 520-529; rollout
+    correction) and verl's validation pass; sync mode leaves verl's defaults."""
+    cfg = train_config("model=qwen3_32b", "hardware=h100_4x8", "rollouts=async")
+    assert run_preflight(cfg, verl_problems, skip=OFFLINE) == []
+    assert cfg.trainer.v1.trainer_mode == "colocate_async"
+    assert (
+        cfg.trainer.v1.sampler.max_off_policy_threshold == 3
+        and cfg.trainer.v1.sampler.max_off_policy_strategy == "wait"
+    )
+    assert cfg.algorithm.rollout_correction.rollout_is == "token" and not cfg.algorithm.rollout_correction.bypass_mode
+    assert cfg.actor_rollout_ref.rollout.calculate_log_probs, "the rollout's own log-probs, for the weights"
+    sync = train_config("model=qwen3_32b", "hardware=h100_4x8")
+    assert sync.trainer.v1.trainer_mode == "sync" and sync.algorithm.rollout_correction.rollout_is is None
+
+
 def test_algorithm_presets_set_verls_own_keys():
     dr = train_config("model=qwen3_8b", "hardware=h100_8x", "algorithm=dr_grpo")
     assert (dr.algorithm.adv_estimator, dr.algorithm.norm_adv_by_std_in_grpo) == ("grpo", False)

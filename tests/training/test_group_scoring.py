@@ -128,3 +128,44 @@ def test_groups_the_tests_separate_keep_their_test_reward_without_the_judge():
         )
     )
     assert calls == [[0.0, 0.0]] and tied.rewards == pytest.approx([0.35 * 0.2, 0.35 * 0.9])
+
+
+def test_the_barrier_timeout_leaves_out_generation_pauses():
+    """Async training: a session waiting out a pause of generation is not late; the group waits for it
+    as long as the pause lasted, and no longer."""
+    import time
+
+    pause_started = time.time()
+
+    async def paused_between(start, end):
+        return max(0.0, min(end, pause_started + 0.3) - max(start, pause_started))
+
+    async def score(trajectories):
+        return await score_rollout_group(trajectories, RewardMix({"tests": 1.0}), 20, None)
+
+    async def main():
+        barrier = GroupBarrier(score, paused_between)
+        first = asyncio.ensure_future(barrier.submit("uid", 2, 0, rollout(1.0), 0.2))
+        await asyncio.sleep(0.35)  # past the timeout, within it less the 0.3 s pause
+        second = await barrier.submit("uid", 2, 1, rollout(0.0), 0.2)
+        late = GroupBarrier(score, paused_between)
+        alone = await late.submit("uid", 2, 0, rollout(1.0), 0.2)  # after the pause: the plain timeout
+        return await first, second, alone
+
+    first, second, alone = run(main())
+    assert not first[0].masked and first[0] is second[0] and first[0].rewards == [1.0, 0.0]
+    assert alone[0].masked and "within the group timeout" in alone[0].mask_reason
+
+
+def test_unreadable_pauses_decide_the_group_at_its_timeout():
+    async def broken(start, end):
+        raise ConnectionError("the pauses actor is gone")
+
+    async def score(trajectories):
+        return await score_rollout_group(trajectories, RewardMix({"tests": 1.0}), 20, None)
+
+    async def main():
+        return await GroupBarrier(score, broken).submit("uid", 2, 0, rollout(1.0), 0.1)
+
+    scores, _ = run(main())
+    assert scores.masked, "decided (its missing session masks it), not left waiting"

@@ -57,8 +57,16 @@ class FakeServerManager:
             token_ids=ids,
             log_probs=[-0.5] * len(ids),
             stop_reason="completed",
-            extra_fields={"global_steps": len(self.prompts)},
+            extra_fields=self.versions(len(self.prompts)),
         )
+
+    @staticmethod
+    def versions(turn: int) -> dict:
+        """Turn n written by weights version n; the first one resumed across an update (0 then 1), as
+        verl's async client reports it (``llm_server.py`` l. 346-349)."""
+        if turn == 1:
+            return {"global_steps": 1, "min_global_steps": 0, "max_global_steps": 1}
+        return {"global_steps": turn}
 
 
 def scripted_ids(tokenizer):
@@ -152,11 +160,11 @@ def test_verl_loop_append_stream_is_the_template(tmp_path, tokenizer, thinking):
     assert output.prompt_ids + output.response_ids[: len(prompts[3]) - len(output.prompt_ids)] == prompts[3]
     model = [t for t, m in zip(output.response_ids, output.response_mask) if m == 1]
     assert model == [t for turn in scripted_ids(tokenizer) for t in turn], "the loss mask is the model's tokens"
-    assert output.extra_fields["min_global_steps"] == 1 and output.extra_fields["max_global_steps"] == 4, (
+    assert output.extra_fields["min_global_steps"] == 0 and output.extra_fields["max_global_steps"] == 4, (
         "weights versions of the first and the last turn"
     )
     assert output.response_logprobs[: len(scripted_ids(tokenizer)[0])] == [-0.5] * len(scripted_ids(tokenizer)[0])
-    recorded = ledger.take(3)
+    recorded = ledger.take_consumed(set())
     assert [(g.task_id, g.masked) for g in recorded] == [(TASK, False)], "the group reached the step ledger"
 
 
@@ -233,4 +241,4 @@ def test_a_crashing_model_server_masks_the_session_and_never_raises(tmp_path, to
     [output] = outputs
     assert output.response_ids and set(output.response_mask) == {0}, "no loss token, but valid shapes"
     assert len(output.response_logprobs) == len(output.response_ids)
-    assert [g.masked for g in ledger.take(3)] == [True]
+    assert [g.masked for g in ledger.take_consumed(set())] == [True]

@@ -88,3 +88,35 @@ def test_tasks_whose_image_fails_leave_the_pool(curriculum, tmp_path):
     (tmp_path / "image_builds.json").write_text(json.dumps(report))
     run = curriculum()
     assert run.sampler.unavailable == {"a"} and {run.next_task()[0] for _ in range(20)} == {"b"}
+
+
+def test_an_episode_counts_the_pauses_its_model_calls_waited_out():
+    """Async mode: each model call's overlap with the run's generation pauses, the call under way
+    included, is what the episode's budget leaves out; in sync mode nothing is (and nothing is asked)."""
+    import asyncio
+    import time
+
+    from terminal_rl.integrations.verl.agent_loop import PausedTime
+    from terminal_rl.training.generation_pauses import GenerationPauses
+
+    async def main():
+        pauses = GenerationPauses()
+
+        async def paused_between(start, end):
+            return pauses.paused_between(start, end)
+
+        paused, never = PausedTime(paused_between), PausedTime(None)
+        async with paused.call():
+            pauses.pause(time.time())
+            await asyncio.sleep(0.2)
+            during = await paused.seconds()
+            pauses.resume(time.time())
+        await asyncio.sleep(0.1)  # a sandbox command: not paused
+        async with paused.call(), never.call():
+            pass
+        return during, await paused.seconds(), await never.seconds()
+
+    during, after, never = asyncio.run(main())
+    assert 0.15 < during < 0.3, "the call under way counts while it waits"
+    assert abs(after - during) < 0.05, "the pause counted once, the command time not at all"
+    assert never == 0.0

@@ -17,12 +17,13 @@ from terminal_rl.agent.tokens import ChatTokenizer, SequenceLimits, TokenHistory
 
 @dataclass(frozen=True)
 class Generation:
-    """One model turn: its token ids, their log-probs when the server gave them, and the weights
-    version that wrote them when the server reports one (verl's global step)."""
+    """One model turn: its token ids, their log-probs when the server gave them, and the first and
+    last weights versions that wrote them when the server reports them (verl's global steps: a reply
+    resumed across a weights update in async training has two)."""
 
     token_ids: list[int]
     log_probs: list[float] | None = None
-    version: int | None = None
+    versions: tuple[int, int] | None = None
 
 
 # (prompt ids, max new tokens) -> the model's turn
@@ -54,7 +55,7 @@ class TokenSession(PolicySession):
             raise
         except Exception as error:  # whatever the model server raised: the policy failed, not the agent
             raise PolicyError(f"{type(error).__name__}: {error}") from error
-        self.history.add_model_turn(generation.token_ids, generation.log_probs, generation.version)
+        self.history.add_model_turn(generation.token_ids, generation.log_probs, generation.versions)
         return Reply(
             text=self.chat.decode(generation.token_ids),
             latency_sec=time.monotonic() - started,

@@ -25,8 +25,10 @@ one sandbox factory, one tokenizer wrapper and one group barrier.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import time
 import uuid
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -48,7 +50,13 @@ from terminal_rl.config import to_dataclass
 from terminal_rl.filtering.variance import filter_signal, lacks_signal
 from terminal_rl.integrations.verl.advantages import MT_GRPO
 from terminal_rl.integrations.verl.curriculum import run_schedule
-from terminal_rl.integrations.verl.services import judge_context, judge_group_via_actor, ledger, reward_mix_for
+from terminal_rl.integrations.verl.services import (
+    generation_pauses,
+    judge_context,
+    judge_group_via_actor,
+    ledger,
+    reward_mix_for,
+)
 from terminal_rl.judge.service import JudgeConfig
 from terminal_rl.rewards.fixture_guard import FixtureGuard, forged_inputs
 from terminal_rl.rewards.turn_credit import TurnCredit, turn_facts, turn_rewards
@@ -84,7 +92,11 @@ class _WorkerState:
         self.turn_credit = to_dataclass(verl_config.credit.turn, TurnCredit)
         # Only the mt_grpo estimator reads turn spans and turn rewards (advantages.py).
         self.turn_level = verl_config.algorithm.adv_estimator == MT_GRPO
-        self.barrier = GroupBarrier(self._score)
+        # Async training pauses model calls while the actor trains: episode budgets and the barrier
+        # leave those pauses out (training/generation_pauses.py); sync training never pauses one.
+        self.pauses = None
+        self.pausing = verl_config.trainer.v1.trainer_mode != "sync"
+        self.barrier = GroupBarrier(self._score, self.paused_between if self.pausing else None)
         self.fixture_guard = FixtureGuard.of(verl_config.fixture_guard)
         self.judge = to_dataclass(verl_config.judge, JudgeConfig)
         self.reward_mix = verl_config.reward_mix
@@ -105,6 +117,10 @@ class _WorkerState:
             if not self._started:
                 await self.factory.__aenter__()
                 self._started = True
+
+    async def paused_between(self, start: float, end: float) -> float:
+        self.pauses = self.pauses or generation_pauses(self.run.run_id)
+        return await self.pauses.paused_between.remote(start, end)
 
     async def reference_changes(self, task, deadline_sec: float) -> list[str] | None:
         """What ``task``'s reference solution changes, for the fixture guard (None: unknown, also
@@ -130,19 +146,62 @@ class _WorkerState:
         )
         if context.split != "train":
             return scores
-        step, tests = context.global_steps, scores.test_scores
+        tests = scores.test_scores
         self.ledger = self.ledger or ledger(self.run.run_id)
         if self.online_variance:
             if not scores.masked and lacks_signal(scores.rewards, tests, scores.weights.get("judge", 0.0)):
-                scores.filtered = await self.ledger.claim_refill.remote(step)
+                scores.filtered = await self.ledger.claim_refill.remote()
             scores.filter_signal = filter_signal(len(trajectories), scores.filtered)
         await self.ledger.record.remote(
-            step, GroupRecord(context.task_id, context.stage, tests, scores.masked, scores.filtered)
+            context.uid, GroupRecord(context.task_id, context.stage, tests, scores.masked, scores.filtered)
         )
         return scores
 
 
 _STATE: _WorkerState | None = None
+
+
+def reply_versions(extra_fields: dict) -> tuple[int, int] | None:
+    """The first and last weights versions of one reply, as verl's client reports them: a reply resumed
+    on new weights carries both (``llm_server.py`` ``FullyAsyncLLMServerClient``, l. 321-349), a plain
+    one its server's ``global_steps`` (l. 160-162)."""
+    last = extra_fields.get("max_global_steps", extra_fields.get("global_steps"))
+    if last is None:
+        return None
+    first = extra_fields.get("min_global_steps")
+    return (last if first is None else int(first)), int(last)
+
+
+class PausedTime:
+    """Seconds one episode's model calls spent waiting for generation to resume: each call's overlap
+    with the run's generation pauses, the call under way included (``paused_between`` None: sync
+    training, never any). A pause that cannot be read counts as none (logged): bookkeeping never
+    fails an episode."""
+
+    def __init__(self, paused_between):
+        self._between, self._counted, self._call_started = paused_between, 0.0, None
+
+    @contextlib.asynccontextmanager
+    async def call(self):
+        self._call_started = time.time()
+        try:
+            yield
+        finally:
+            paused = await self._paused(self._call_started, time.time())
+            self._counted, self._call_started = self._counted + paused, None
+
+    async def seconds(self) -> float:
+        started = self._call_started
+        return self._counted + (await self._paused(started, time.time()) if started is not None else 0.0)
+
+    async def _paused(self, start: float, end: float) -> float:
+        if self._between is None:
+            return 0.0
+        try:
+            return await self._between(start, end)
+        except Exception:
+            log.warning("generation pauses unreadable: counted as none", exc_info=True)
+            return 0.0
 
 
 class _OneSession(Policy):
@@ -173,7 +232,8 @@ class TerminalAgentLoop(AgentLoopBase):
         group_size = int(rollout.val_kwargs.n if validating else rollout.n)
         uid, index = str(kwargs.get("uid", uuid.uuid4().hex)), int(kwargs.get("session_id", 0))
         stage = int(extra_info.get("curriculum_stage", 0))
-        session = TokenSession(state.chat, state.agent.history, self._generator(sampling_params), self.limits)
+        paused = PausedTime(state.paused_between if state.pausing else None)
+        session = TokenSession(state.chat, state.agent.history, self._generator(sampling_params, paused), self.limits)
         trajectory = Trajectory(extra_info["task_id"], extra_info["content_hash"], state.protocol.prompt_id, LOOP_NAME)
         grace = state.sandbox.container.grace_sec
         deadline, judged = episode_deadline_sec(state.default_limits, grace), {}
@@ -191,6 +251,7 @@ class TerminalAgentLoop(AgentLoopBase):
                 state.agent.limits,
                 f"{uid[:8]}-{index}",
                 deadline,
+                paused.seconds,
             )
             context = trajectory.metadata.get("context", {})
             context["elided_tokens"] = sum(
@@ -219,16 +280,17 @@ class TerminalAgentLoop(AgentLoopBase):
         self._record(trajectory, scores, position, samples)
         return self._outputs(samples, trajectory, scores, position, kwargs, bool(sampling_params.get("logprobs")))
 
-    def _generator(self, sampling_params: dict[str, Any]):
+    def _generator(self, sampling_params: dict[str, Any], paused: PausedTime):
         """The session's model: verl's rollout servers, one request id per trajectory (prefix cache)."""
         request_id = uuid.uuid4().hex
 
         async def generate(prompt_ids: list[int], max_tokens: int) -> Generation:
-            output = await self.server_manager.generate(
-                request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens}
-            )
+            async with paused.call():
+                output = await self.server_manager.generate(
+                    request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens}
+                )
             logprobs = None if output.log_probs is None else list(output.log_probs)
-            return Generation(list(output.token_ids), logprobs, output.extra_fields.get("global_steps"))
+            return Generation(list(output.token_ids), logprobs, reply_versions(output.extra_fields))
 
         return generate
 

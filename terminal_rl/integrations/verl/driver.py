@@ -202,13 +202,14 @@ def start_ray(job: TrainJob, env: dict[str, str]) -> None:
 
 
 def start_services(job: TrainJob) -> None:
-    """The run-wide step ledger and, when any stage can give the judge a weight, the judge (named Ray
-    actors)."""
-    from terminal_rl.integrations.verl.services import start_ledger
+    """The run-wide step ledger, the record of generation pauses and, when any stage can give the judge
+    a weight, the judge (named Ray actors)."""
+    from terminal_rl.integrations.verl.services import start_generation_pauses, start_ledger
     from terminal_rl.judge.ray_actor import start_judge_actor
 
     run = job.run
     start_ledger(run.run_id, job.max_refills)
+    start_generation_pauses(run.run_id)
     if job.judge is not None:
         start_judge_actor(job.judge, run.judge_control_dir, run.run_id)
 
@@ -259,8 +260,21 @@ def train(
 
         # Inside the redirect: Ray forwards the workers' last lines while it shuts down.
         ray.shutdown()
+        remove_leftover_sandboxes(job)
         for line in footer_lines(job):
             console.print(line)
+
+
+def remove_leftover_sandboxes(job: TrainJob) -> None:
+    """The sandboxes of episodes still running when training ended (async mode keeps episodes in
+    flight; their workers are gone with Ray) on this node; a Slurm job's other nodes sweep their own
+    on exit (``launch/slurm.py``)."""
+    from terminal_rl.sandbox.lifecycle.janitor import sweep_until_settled
+    from terminal_rl.sandbox.runtime.docker_client import docker_client
+
+    removed = sweep_until_settled(docker_client(job.sandbox.docker_host), run_id=job.run.run_id)
+    if removed:
+        print(f"removed {removed} sandboxes of episodes still running when training ended", flush=True)
 
 
 def progress(console, job: TrainJob, validation_progress: ValidationProgress):

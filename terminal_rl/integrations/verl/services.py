@@ -1,6 +1,6 @@
-"""Run-wide services the rollout workers talk to: the judge and the step ledger (named Ray actors
-started by the driver), and the reward weights in force for a sample (from the curriculum state,
-when there is one)."""
+"""Run-wide services the rollout workers talk to: the judge, the step ledger and the record of
+generation pauses (named Ray actors started by the driver), and the reward weights in force for a
+sample (from the curriculum state, when there is one)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from terminal_rl.judge.render import describe_environment, render_trajectory
 from terminal_rl.judge.service import JudgeConfig, JudgeRequest
 from terminal_rl.rewards.mix import RewardMix
 from terminal_rl.tasks.model import Task
+from terminal_rl.training.generation_pauses import GenerationPauses
 from terminal_rl.training.group_scoring import JudgeGroup
 from terminal_rl.training.rollout_context import RolloutContext
 from terminal_rl.training.step_ledger import StepLedger
@@ -68,6 +69,21 @@ def ledger(run_id: str):
     import ray
 
     return ray.get_actor(f"ledger-{run_id}", namespace=NAMESPACE)
+
+
+def start_generation_pauses(run_id: str):
+    """Create the run's record of generation pauses (``terminal_rl.training.generation_pauses``)."""
+    import ray
+
+    actor = ray.remote(num_cpus=0)(GenerationPauses)
+    return actor.options(name=f"pauses-{run_id}", namespace=NAMESPACE, get_if_exists=True, lifetime="detached").remote()
+
+
+def generation_pauses(run_id: str):
+    """The run's record of generation pauses, from any process of the Ray cluster."""
+    import ray
+
+    return ray.get_actor(f"pauses-{run_id}", namespace=NAMESPACE)
 
 
 def service_metrics(run_id: str) -> dict[str, float]:

@@ -1,11 +1,14 @@
-"""verl's sync trainer with our step bookkeeping: the curriculum's step recorded from every group the
-step sampled (before filtering) and saved inside the checkpoint, mini-batches sized in sessions when a
-session returns one row per turn, and our per-step metrics (reward components and weights, masked
-groups, terminations, behaviour, curriculum and judge figures, a small table of trajectories).
+"""verl's trainers with our step bookkeeping: the curriculum's step recorded from every group the
+step consumed (trained on or evicted, before filtering) and saved inside the checkpoint, mini-batches
+sized in sessions when a session returns one row per turn, and our per-step metrics (reward
+components and weights, masked groups, terminations, behaviour, curriculum and judge figures, a small
+table of trajectories).
 
-Installed in place of verl's "sync" trainer (``TRAINER_REGISTRY["sync"]``): a new mode name would
-switch verl onto its async code paths. Everything else is verl's own. Where this relies on verl
-0.9.1's order of work, the lines are cited (``verl/trainer/ppo/v1/trainer_base.py``, "TB").
+``TerminalSteps`` is installed on verl's own trainers, in place of them in verl's registry: the
+"sync" one (``rollouts=sync``) and the "colocate_async" one (``rollouts=async``: rollouts
+keep running while the actor trains, verl's partial rollouts and staleness bound; its code paths
+branch on the mode name, so the names stay verl's). Everything else is verl's own. Where this relies
+on verl 0.9.1's order of work, the lines are cited (``verl/trainer/ppo/v1/trainer_base.py``, "TB").
 """
 
 from __future__ import annotations
@@ -13,25 +16,29 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import time
 from pathlib import Path
 
 import ray
 import transfer_queue as tq
 from omegaconf import open_dict
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
+from verl.trainer.ppo.v1.trainer_colocate_async import PPOTrainerColocateAsync
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from terminal_rl.config import to_dataclass
 from terminal_rl.integrations.verl.advantages import MT_GRPO, BatchTurns, turns_for_batch
 from terminal_rl.integrations.verl.curriculum import run_curriculum
-from terminal_rl.integrations.verl.services import ledger
+from terminal_rl.integrations.verl.services import generation_pauses, ledger
 from terminal_rl.plot import plot_run
 from terminal_rl.rewards.turn_credit import TurnCredit
 from terminal_rl.training.checkpoints import enforce_retention
 from terminal_rl.training.metrics import step_metrics
 from terminal_rl.training.preemption import acknowledge, exchange_folder, save_requested
+from terminal_rl.training.rollout_log import supersede
 
 SAMPLE_ROWS = 4
+LEDGER_FILE = "step_ledger.json"
 
 
 def session_rows(keys: list[str]) -> list[int]:
@@ -54,13 +61,38 @@ def mini_batch_prompts(rows: int, sessions_per_prompt: int, dp_size: int, mini_b
     return dp_size * -(-rows // (mini_batches * per_prompt_block))
 
 
-class TerminalTrainer(PPOTrainerSync):
+def live_prompts(partition_id: str = "train") -> set[str]:
+    """The group ids (prompt keys) TransferQueue still holds: issued and not yet consumed. verl clears a
+    group's prompt key when a step samples it (``replay_buffer.py`` ``_materialize_batch``, l. 394-397)
+    or evicts it (filtered, stale, failed)."""
+    listed = tq.kv_list(partition_id) or {}
+    return {key for key, tag in listed.get(partition_id, {}).items() if tag.get("is_prompt", False)}
+
+
+def in_flight_prompts(partition_id: str = "train") -> set[str]:
+    """Issued groups still generating (verl's prompt status ``pending`` or ``running``)."""
+    listed = tq.kv_list(partition_id) or {}
+    return {
+        key
+        for key, tag in listed.get(partition_id, {}).items()
+        if tag.get("is_prompt", False) and tag.get("status") in ("pending", "running")
+    }
+
+
+class TerminalSteps:
+    """Our bookkeeping on one of verl's v1 trainers (mixed in before it)."""
+
+    def on_step_begin(self):
+        ray.get(ledger(self._run_id()).begin_step.remote(self.global_steps))
+        super().on_step_begin()
+
     def step(self, metrics, timing_raw):
-        """verl's step (rollouts, then the update), then the curriculum's record of the step. The
-        checkpoint is saved right after this returns (TB l. 476-481), so the curriculum state it
-        saves includes this step; metrics come later, after validation (TB l. 486-498)."""
+        """verl's step (rollouts, then the update), then the curriculum's record of the groups the step
+        consumed. The checkpoint is saved right after this returns (TB l. 476-481), so the curriculum
+        state it saves includes this step; metrics come later, after validation (TB l. 486-498)."""
         batch = super().step(metrics, timing_raw)
-        groups = ray.get(ledger(self._run_id()).take.remote(self.global_steps))
+        groups = ray.get(ledger(self._run_id()).take_consumed.remote(live_prompts()))
+        metrics["curriculum/groups_consumed"] = len(groups)
         curriculum = run_curriculum(self.config.data)
         curriculum.record_step([(g.task_id, g.stage, score) for g in groups if not g.masked for score in g.test_scores])
         return batch
@@ -71,6 +103,7 @@ class TerminalTrainer(PPOTrainerSync):
         from terminal_rl.run_context import RunContext
 
         super().on_step_end()
+        self._generation_resumed()
         folder = exchange_folder(RunContext.from_config(self.config.run))
         if save_requested(folder):
             marker = Path(self.config.trainer.default_local_dir) / "latest_checkpointed_iteration.txt"
@@ -78,6 +111,31 @@ class TerminalTrainer(PPOTrainerSync):
                 self._save_checkpoint()
             acknowledge(folder, self.global_steps)
             print(f"saved step {self.global_steps} for the job's requeue", flush=True)
+
+    def on_sample_end(self):
+        """The step has its batch; in async mode verl now pauses generation until the update is done.
+        The pause is recorded from here (episode budgets and group barriers leave it out), with the
+        groups still generating while the actor trains."""
+        if self.trainer_mode != "sync":
+            self._in_flight = len(in_flight_prompts())
+            ray.get(generation_pauses(self._run_id()).pause.remote(time.time()))
+        super().on_sample_end()
+
+    def _generation_resumed(self) -> None:
+        if self.trainer_mode != "sync":
+            ray.get(generation_pauses(self._run_id()).resume.remote(time.time()))
+
+    def _reissue_inflight_prompts(self, partition_id: str = "train") -> int:
+        """The start of the training loop (TB l. 454-456): verl generates again the groups a checkpoint
+        saved in flight (async mode, TB l. 910-946), and the groups of this step on. What a killed
+        attempt logged of either leaves the rollout log first (``training/rollout_log.py``), so every
+        reader counts each group once."""
+        reissued = in_flight_prompts(partition_id) if self.trainer_mode != "sync" else set()
+        folder = Path(self.config.trainer.default_local_dir).parent / "logs" / "rollouts"
+        moved = supersede(folder, reissued, self.global_steps)
+        if moved:
+            print(f"resume: {moved} episodes a killed attempt logged after its checkpoint set aside", flush=True)
+        return super()._reissue_inflight_prompts(partition_id)
 
     def _save_checkpoint(self):
         """The curriculum state goes into the checkpoint folder first: verl writes
@@ -87,17 +145,23 @@ class TerminalTrainer(PPOTrainerSync):
         folder = root / f"global_step_{self.global_steps}"
         folder.mkdir(parents=True, exist_ok=True)
         run_curriculum(self.config.data).save(folder)
+        (folder / LEDGER_FILE).write_text(json.dumps(ray.get(ledger(self._run_id()).state.remote())))
         super()._save_checkpoint()
         # verl's retention forgets what an earlier attempt of the run saved (training/checkpoints.py).
         enforce_retention(root, self.config.trainer.get("max_actor_ckpt_to_keep"))
         plot_run(root.parent, warn=print)
 
     def _load_checkpoint(self):
+        """verl's resume, then the curriculum's state and the ledger's groups scored and not yet trained
+        (async mode restores those groups from TransferQueue, TB l. 900-908)."""
         super()._load_checkpoint()
+        saved = {}
         if self.global_steps:
-            run_curriculum(self.config.data).restore(
-                Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
-            )
+            folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+            run_curriculum(self.config.data).restore(folder)
+            if (folder / LEDGER_FILE).is_file():
+                saved = json.loads((folder / LEDGER_FILE).read_text())
+        ray.get(ledger(self._run_id()).restore.remote(saved))
 
     def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
         """Mini-batches sized in sessions: set verl's mini-batch size for this step's row count before
@@ -183,6 +247,8 @@ class TerminalTrainer(PPOTrainerSync):
         metrics.update(run_curriculum(self.config.data).metrics())
         metrics.update(self._service_metrics())
         metrics["ray/actor_nodes"] = self._actor_nodes()
+        if self.trainer_mode != "sync":
+            metrics["rollout/in_flight_while_training"] = getattr(self, "_in_flight", 0)
         self._log_samples(global_steps)
 
     def _check_signal_delay(self, timing_raw: dict) -> None:
@@ -274,4 +340,13 @@ def _as_list(column) -> list:
     return column.tolist() if hasattr(column, "tolist") else list(column)
 
 
+class TerminalTrainer(TerminalSteps, PPOTrainerSync):
+    """``rollouts=sync``."""
+
+
+class TerminalAsyncTrainer(TerminalSteps, PPOTrainerColocateAsync):
+    """``rollouts=async``."""
+
+
 TRAINER_REGISTRY["sync"] = TerminalTrainer
+TRAINER_REGISTRY["colocate_async"] = TerminalAsyncTrainer

@@ -7,10 +7,20 @@ from terminal_rl.tasks.families import (
     ledger_sum,
     log_filter,
     shell_script,
+    slow_check,
     write_value,
 )
 
 FAMILIES = {
     module.NAME: module
-    for module in (log_filter, file_rename, csv_report, shell_script, config_fix, write_value, ledger_sum)
+    for module in (
+        log_filter,
+        file_rename,
+        csv_report,
+        shell_script,
+        config_fix,
+        write_value,
+        ledger_sum,
+        slow_check,
+    )
 }

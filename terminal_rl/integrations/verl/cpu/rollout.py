@@ -3,7 +3,12 @@ HYBRID mode (the rollout shares the actor's "GPU" and receives its weights after
 
 * ``HFReplica`` (RolloutReplicaRegistry) launches one ``HFServer`` Ray actor per replica;
 * ``HFServer`` serves ``generate`` (KV-cached decoding, temperature/top-k/top-p, per-token
-  log-probabilities) and the lifecycle calls verl makes (sleep, wake_up, abort, ...);
+  log-probabilities) and the lifecycle calls verl makes (sleep, wake_up, abort, ...). Aborting works
+  as verl's vLLM server does (``vllm_async_server.py`` ``abort_all_requests``/``resume_generation``,
+  l. 931-1045): the request being decoded returns the tokens it has with ``stop_reason="aborted"``,
+  and requests arriving before ``resume_generation`` wait at a closed gate (or are answered "aborted"
+  at once with ``reject_request``). verl's async client resumes an aborted request on the new weights
+  (``llm_server.py`` ``FullyAsyncLLMServerClient``): the partial rollouts of the async trainer;
 * ``HFServerAdapter`` (verl's rollout registry) lives in each actor worker and pushes the actor's
   full parameters to its server; every rank drains the weight stream (each tensor is an all-gather).
 """
@@ -44,22 +49,39 @@ class HFServer:
         self.global_steps: int | None = None
         self._lock = threading.Lock()
         self._seen: set[str] = set()
+        # The gate: set while requests may start; ``_aborting`` stops the one being decoded.
+        self._open = asyncio.Event()
+        self._open.set()
+        self._aborting = threading.Event()
+        self._rejecting = False
+        self._decoding = 0
 
     async def generate(
         self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str, **kwargs
     ) -> TokenOutput:
         params = dict(sampling_params)
-        token_ids, log_probs = await asyncio.to_thread(self._generate, list(prompt_ids), params)
+        while not self._open.is_set():
+            if self._rejecting:
+                return self._output([], [], params, aborted=True)
+            await self._open.wait()
+        self._decoding += 1
+        try:
+            token_ids, log_probs, aborted = await asyncio.to_thread(self._generate, list(prompt_ids), params)
+        finally:
+            self._decoding -= 1
+        return self._output(token_ids, log_probs, params, aborted)
+
+    def _output(self, token_ids: list[int], log_probs: list[float], params: dict, aborted: bool) -> TokenOutput:
         return TokenOutput(
             token_ids=token_ids,
             log_probs=log_probs if params.get("logprobs") else None,
-            stop_reason="completed",
+            stop_reason="aborted" if aborted else "completed",
             num_preempted=0,
             extra_fields={"global_steps": self.global_steps or 0, "num_cached_tokens": 0},
         )
 
     @torch.no_grad()
-    def _generate(self, prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float]]:
+    def _generate(self, prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float], bool]:
         config = self.config
         limit = config.max_model_len or config.prompt_length + config.response_length
         default = min(config.response_length, config.prompt_length + config.response_length - len(prompt_ids))
@@ -68,10 +90,14 @@ class HFServer:
         temperature = float(params.get("temperature", 1.0))
         top_k, top_p = int(params.get("top_k", -1) or -1), float(params.get("top_p", 1.0) or 1.0)
         with self._lock:
+            tokens, log_probs = [], []
+            if self._aborting.is_set():
+                return tokens, log_probs, True
             out = self.model(torch.tensor([prompt_ids]), use_cache=True)
             past, logits = out.past_key_values, out.logits[0, -1]
-            tokens, log_probs = [], []
             for _ in range(max_tokens):
+                if self._aborting.is_set():
+                    return tokens, log_probs, True
                 scaled = logits / (temperature if temperature > 0 else 1.0)
                 token = self._pick(scaled, temperature, top_k, top_p)
                 tokens.append(token)
@@ -80,7 +106,7 @@ class HFServer:
                     break
                 out = self.model(torch.tensor([[token]]), past_key_values=past, use_cache=True)
                 past, logits = out.past_key_values, out.logits[0, -1]
-        return tokens, log_probs
+        return tokens, log_probs, False
 
     @staticmethod
     def _pick(scaled: torch.Tensor, temperature: float, top_k: int, top_p: float) -> int:
@@ -121,10 +147,20 @@ class HFServer:
         return None
 
     async def abort_all_requests(self, reset_prefix_cache: bool = True, reject_request: bool = False) -> dict:
-        return {"aborted_count": 0, "request_ids": []}
+        """Close the gate, stop the request being decoded (it returns what it has) and wait until it
+        has; the gate stays closed until ``resume_generation``."""
+        self._open.clear()
+        self._rejecting = reject_request
+        aborted = self._decoding
+        self._aborting.set()
+        while self._decoding:
+            await asyncio.sleep(0.01)
+        return {"aborted_count": aborted, "request_ids": []}
 
     async def resume_generation(self) -> None:
-        return None
+        self._aborting.clear()
+        self._rejecting = False
+        self._open.set()
 
     async def clear_kv_cache(self) -> None:
         return None

@@ -1,0 +1,65 @@
+"""The episode deadline (``agent/runner.py within_deadline``): asyncio.wait_for less the time the
+episode's model calls waited for generation to resume (async training)."""
+
+import asyncio
+
+import pytest
+
+from terminal_rl.agent.runner import within_deadline
+
+
+async def work(seconds: float, result: str = "done") -> str:
+    await asyncio.sleep(seconds)
+    return result
+
+
+def test_work_within_the_deadline_returns_its_result():
+    assert asyncio.run(within_deadline(work(0.01), 1.0, None)) == "done"
+
+
+def test_past_the_deadline_the_work_is_cancelled():
+    cancelled = []
+
+    async def slow():
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(within_deadline(slow(), 0.1, None))
+    assert cancelled == [True], "the episode is stopped (its sandbox removed), not left running"
+
+
+def test_paused_time_extends_the_deadline_by_as_much():
+    async def paused():
+        return 0.3
+
+    assert asyncio.run(within_deadline(work(0.25), 0.1, paused)) == "done", "0.25 s of work, 0.1 s + 0.3 s paused"
+    with pytest.raises(TimeoutError):
+        asyncio.run(within_deadline(work(1.0), 0.1, paused))
+
+
+def test_the_work_s_own_failure_is_raised_as_is():
+    async def failing():
+        raise ValueError("sandbox gone")
+
+    with pytest.raises(ValueError, match="sandbox gone"):
+        asyncio.run(within_deadline(failing(), 1.0, None))
+
+
+def test_an_open_pause_holds_the_deadline_without_spinning():
+    """A pause that began just before the deadline and is still going: the time left stays about
+    the same while it lasts, so the deadline is checked again once a second, not in a busy loop."""
+    import time
+
+    began, asked = time.monotonic() + 0.05, []
+
+    async def paused():
+        asked.append(time.monotonic())
+        now = time.monotonic()
+        return max(0.0, min(now, began + 1.5) - began)  # a 1.5 s pause from 0.05 s on
+
+    assert asyncio.run(within_deadline(work(1.4), 0.1, paused)) == "done"
+    assert len(asked) <= 4, f"{len(asked)} checks in 1.4 s"
