@@ -17,8 +17,8 @@ async def _run_marking_the_task(self, sampling_params, **kwargs):
     return await _run(self, sampling_params, **kwargs)
 
 
-def _failing_generator(self, sampling_params):
-    generate = _generator(self, sampling_params)
+def _failing_generator(self, sampling_params, *args):
+    generate = _generator(self, sampling_params, *args)
 
     async def failing(prompt_ids, max_tokens):
         if getattr(self, "_fault", False):
