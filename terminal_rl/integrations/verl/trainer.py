@@ -61,22 +61,21 @@ def mini_batch_prompts(rows: int, sessions_per_prompt: int, dp_size: int, mini_b
     return dp_size * -(-rows // (mini_batches * per_prompt_block))
 
 
-def live_prompts(partition_id: str = "train") -> set[str]:
-    """The group ids (prompt keys) TransferQueue still holds: issued and not yet consumed. verl clears a
-    group's prompt key when a step samples it (``replay_buffer.py`` ``_materialize_batch``, l. 394-397)
-    or evicts it (filtered, stale, failed)."""
+def prompt_tags(partition_id: str = "train") -> dict[str, dict]:
+    """The group ids (prompt keys) TransferQueue still holds, with their tags: issued and not yet
+    consumed. verl clears a group's prompt key when a step samples it (``replay_buffer.py``
+    ``_materialize_batch``, l. 394-397) or evicts it (filtered, stale, failed)."""
     listed = tq.kv_list(partition_id) or {}
-    return {key for key, tag in listed.get(partition_id, {}).items() if tag.get("is_prompt", False)}
+    return {key: tag for key, tag in listed.get(partition_id, {}).items() if tag.get("is_prompt", False)}
+
+
+def live_prompts(partition_id: str = "train") -> set[str]:
+    return set(prompt_tags(partition_id))
 
 
 def in_flight_prompts(partition_id: str = "train") -> set[str]:
     """Issued groups still generating (verl's prompt status ``pending`` or ``running``)."""
-    listed = tq.kv_list(partition_id) or {}
-    return {
-        key
-        for key, tag in listed.get(partition_id, {}).items()
-        if tag.get("is_prompt", False) and tag.get("status") in ("pending", "running")
-    }
+    return {key for key, tag in prompt_tags(partition_id).items() if tag.get("status") in ("pending", "running")}
 
 
 class TerminalSteps:
