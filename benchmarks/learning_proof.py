@@ -1,15 +1,18 @@
 """Learning proof: a tiny model's held-out pass rate under our GRPO pipeline, against a control.
 
-    .venv/bin/python benchmarks/learning_proof.py [--seeds 0 1 2] [--steps 20] [train overrides ...]
+    .venv/bin/python benchmarks/learning_proof.py [--seeds 0 1 2] [--arms ...] [--steps 20] [overrides ...]
 
-For each seed, two runs of ``python -m terminal_rl.train experiment=learning_proof`` from the same
-cached SFT warm start (conf/experiment/learning_proof.yaml): the treatment, and a control identical
-except that each group's rewards are shuffled (``algorithm=grpo_shuffled``). The seed sets the task
-sampler's draws (``task_set.split_seed``), the same for both arms. Held-out pass rate is verl's
-in-training validation on 120 fixed tasks of fresh parameters, greedy: before step 1 (the post-SFT
-figure) and every ``trainer.test_freq`` steps, the same tasks for every arm and seed.
+For each seed, runs of ``python -m terminal_rl.train experiment=learning_proof`` from that seed's own
+SFT warm start (conf/experiment/learning_proof.yaml): the treatment, and a control identical except
+that each group's rewards are shuffled (``algorithm=grpo_shuffled``); ``--arms async`` adds the
+treatment with asynchronous rollouts (``rollouts=async``). The seed draws the warm start
+(``warm_start.seed``: random weights, SFT order, mistaken demonstrations; made from nothing, as on a
+fresh machine) and the task sampler's draws (``task_set.split_seed``), the same for every arm of the
+seed. Held-out pass rate is verl's in-training validation on 120 fixed tasks of fresh parameters,
+greedy: before step 1 (the post-SFT figure) and every ``trainer.test_freq`` steps, the same tasks for
+every arm and seed.
 
-The SFT warm start is made first (once, cached; timed on its own), so an arm's minutes are its GRPO
+A seed's warm start is made first (once, cached; timed on its own), so an arm's minutes are its GRPO
 run's. Writes ``benchmarks/results/learning_proof.json`` (every figure, the held-out pass rate per
 level too, the per-phase step times and the targets) and ``learning_proof.png`` (held-out pass rate
 against step, one line per seed and arm), rewritten after every arm.
@@ -41,7 +44,9 @@ from terminal_rl.analysis import load_metrics, load_trajectories, validation_sco
 from terminal_rl.training.warm_start import weights_digest  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-ARMS = {"treatment": [], "control": ["algorithm=grpo_shuffled"]}
+ARMS = {"treatment": [], "control": ["algorithm=grpo_shuffled"], "async": ["rollouts=async"]}
+# The claim's arms; ``async`` is run on request (issue 31's check that async rollouts still learn).
+CLAIM_ARMS = ("treatment", "control")
 # verl's per-phase timings (seconds) reported for each arm: mean over its steps.
 PHASES = [
     "timing_s/step",
@@ -60,6 +65,8 @@ TARGETS = {
     "control_change_max": 0.05,
     "minutes_per_seed_max": 60,
     "minutes_all_seeds_max": 180,
+    # The async arm's gain may fall short of its seed's treatment by at most this much.
+    "async_gain_shortfall_max": 0.10,
 }
 
 
@@ -70,6 +77,11 @@ def arm_order(key: tuple[int, str]) -> tuple[int, int]:
 
 def run_id(seed: int, arm: str) -> str:
     return f"learning_proof_s{seed}_{arm}"
+
+
+def seed_overrides(seed: int) -> list[str]:
+    """What a seed sets: its own warm start and the task sampler's draws."""
+    return [f"warm_start.seed={seed}", f"task_set.split_seed={seed}"]
 
 
 def held_out(run_dir: Path) -> dict[int, float]:
@@ -96,11 +108,11 @@ def held_out_by_level(run_dir: Path, levels: dict[str, str]) -> dict[int, dict[s
     }
 
 
-def experiment(output_root: Path, extra: list[str]):
-    """The train config every arm shares (before its seed and arm overrides)."""
+def experiment(output_root: Path, extra: list[str], name: str = "learning_proof"):
+    """The train config every arm of experiment ``name`` shares (before its seed and arm overrides)."""
     from terminal_rl.config import compose
 
-    return compose("train", ["experiment=learning_proof", f"run.output_root={output_root}", *extra])
+    return compose("train", [f"experiment={name}", f"run.output_root={output_root}", *extra])
 
 
 def held_out_task_levels(cfg) -> dict[str, str]:
@@ -112,14 +124,15 @@ def held_out_task_levels(cfg) -> dict[str, str]:
     return {task.id: task.difficulty.value for task in val}
 
 
-def fingerprint(arm: str, extra: list[str], steps: int) -> str:
-    """What an arm's figures depend on, as a hash: its composed config (unresolved, with a fixed output
-    root, so the same on every machine), the extra overrides and the step count. Code is not in it, nor
-    what cannot move the figures: the warm start's check (it stops a run or lets it be) and the model
-    preset's init seed (the warm start draws its own with ``warm_start.seed``)."""
+def fingerprint(overrides: list[str], steps: int, name: str = "learning_proof") -> str:
+    """What an arm's figures depend on, as a hash: its composed config (the experiment ``name`` with the
+    arm's ``overrides``; unresolved, with a fixed output root, so the same on every machine) and the
+    step count. Code is not in it, nor what cannot move the figures: the warm start's check (it stops a
+    run or lets it be) and the model preset's init seed (the warm start draws its own with
+    ``warm_start.seed``)."""
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.to_container(experiment(Path("/outputs"), [*ARMS[arm], *extra]))
+    cfg = OmegaConf.to_container(experiment(Path("/outputs"), overrides, name))
     cfg["warm_start"].pop("check", None)
     cfg["model"].pop("init_seed", None)
     text = OmegaConf.to_yaml(cfg) + f"\nsteps={steps}"
@@ -198,7 +211,7 @@ def run_arm(
         "experiment=learning_proof",
         f"run.id={run_id(seed, arm)}",
         f"run.output_root={output_root}",
-        f"task_set.split_seed={seed}",
+        *seed_overrides(seed),
         f"trainer.total_training_steps={steps}",
         *ARMS[arm],
         *extra,
@@ -232,17 +245,27 @@ def run_arm(
 
 
 def summary(arms: list[dict], seeds: list[int]) -> dict:
-    """The targets, judged on the seeds whose two arms are both done (``met`` only once all are)."""
+    """The targets, judged on the seeds whose claim arms are both done (``met`` only once all are);
+    the async arm against its seed's treatment where both are done."""
     by = {(a["seed"], a["arm"]): a for a in arms}
-    pending = [s for s in seeds if not all((s, arm) in by for arm in ARMS)]
+    pending = [s for s in seeds if not all((s, arm) in by for arm in CLAIM_ARMS)]
+    async_shortfall = {
+        str(s): by[s, "treatment"]["gain"] - by[s, "async"]["gain"]
+        for s in seeds
+        if (s, "async") in by and (s, "treatment") in by
+    }
+    async_report = {
+        "async_shortfall": async_shortfall,
+        "async_met": {s: d <= TARGETS["async_gain_shortfall_max"] for s, d in async_shortfall.items()},
+    }
     seeds = [s for s in seeds if s not in pending]
     if not seeds:
-        return {"seeds_pending": pending}
+        return {"seeds_pending": pending, **async_report}
     gains = [by[s, "treatment"]["gain"] for s in seeds]
     controls = [by[s, "control"]["gain"] for s in seeds]
     minutes = [by[s, "treatment"]["minutes"] + by[s, "control"]["minutes"] for s in seeds]
     return {
-        "post_sft_pass_rate": by[seeds[0], "treatment"]["held_out_pass_rate"][0],
+        "post_sft_pass_rate": {str(s): by[s, "treatment"]["held_out_pass_rate"][0] for s in seeds},
         "treatment_gain": dict(zip(map(str, seeds), gains)),
         "mean_treatment_gain": sum(gains) / len(gains),
         "control_change": dict(zip(map(str, seeds), controls)),
@@ -258,6 +281,7 @@ def summary(arms: list[dict], seeds: list[int]) -> dict:
             "minutes_per_seed": max(minutes) <= TARGETS["minutes_per_seed_max"],
             "minutes_all_seeds": sum(minutes) <= TARGETS["minutes_all_seeds_max"],
         },
+        **async_report,
     }
 
 
@@ -281,7 +305,7 @@ def plot(arms: list[dict], path: Path) -> None:
             color=colours(arm["seed"]),
             linewidth=4.5 - 1.4 * rank,
             markersize=11 - 3 * rank,
-            linestyle="-" if arm["arm"] == "treatment" else "--",
+            linestyle={"treatment": "-", "control": "--", "async": ":"}[arm["arm"]],
             label=f"seed {arm['seed']} {arm['arm']}",
         )
     ax.set(
@@ -302,7 +326,7 @@ def main() -> None:
         "--arms",
         nargs="+",
         choices=list(ARMS),
-        default=list(ARMS),
+        default=list(CLAIM_ARMS),
         help="run only these arms now (the report keeps the others already recorded)",
     )
     parser.add_argument(
@@ -315,50 +339,52 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "learning_proof")
     parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
     args = parser.parse_args()
-    cfg = experiment(args.output_root, args.overrides)
-    keys = {arm: fingerprint(arm, args.overrides, args.steps) for arm in ARMS}
+    keys = {arm: fingerprint([*ARMS[arm], *args.overrides], args.steps) for arm in ARMS}
     json_path = args.out.with_suffix(".json")
     previous = json.loads(json_path.read_text()) if json_path.is_file() else {}
     results, superseded = recorded_arms(previous, keys)
     chosen = [(seed, arm) for seed in args.seeds for arm in args.arms]
     superseded += set_aside(results, chosen, args.rerun)
     to_run = [key for key in chosen if key not in results]
-    # Measured when this sitting makes the warm start, else the sitting's that made it.
-    warm_minutes = previous.get("warm_start_minutes")
-    if to_run:
-        cached = (Path(cfg.model.path) / "config.json").is_file()
-        minutes = warm_start(cfg)
-        warm_minutes = warm_minutes if cached else minutes
-        digest = weights_digest(Path(cfg.model.path))[:16]  # as the results record it
-        for key in unpaired(results, {seed for seed, _ in to_run}, digest):
-            superseded.append(results.pop(key))
-            to_run.append(key)
-        to_run.sort(key=arm_order)
-        levels = held_out_task_levels(cfg)
+    # Per seed: measured when this sitting makes its warm start, else the sitting's that made it.
+    warm_minutes = previous.get("warm_start_minutes") if isinstance(previous.get("warm_start_minutes"), dict) else {}
     seeds = sorted(set(args.seeds) | {seed for seed, _ in results})
-    # The command that makes every recorded figure from scratch (a sitting may run only some arms).
-    command = " ".join(
-        ["benchmarks/learning_proof.py", "--seeds", *map(str, seeds), "--steps", str(args.steps), *args.overrides]
-    )
 
     def write_report() -> None:
         arms = [results[k] for k in sorted(results, key=arm_order)]
+        recorded = [arm for arm in ARMS if any(a["arm"] == arm for a in arms)]
+        # The command that makes every recorded figure from scratch (a sitting may run only some arms).
+        command = ["benchmarks/learning_proof.py", "--seeds", *map(str, seeds), "--arms", *recorded]
         report = {
-            "command": command,
+            "command": " ".join([*command, "--steps", str(args.steps), *args.overrides]),
             "fingerprints": keys,
             "targets": TARGETS,
             "warm_start_minutes": warm_minutes,
             "summary": summary(arms, seeds),
             "arms": arms,
             "superseded": superseded,
+            # Fingerprint changes that could not move recorded figures, each with why (kept as made).
+            "rekeyed": previous.get("rekeyed", []),
         }
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(report, indent=2) + "\n")
         plot(arms, args.out.with_suffix(".png"))
 
-    for seed, arm in to_run:
-        results[seed, arm] = run_arm(seed, arm, args.steps, args.output_root, args.overrides, levels, keys[arm], digest)
-        write_report()  # after every arm, so a stopped sitting keeps what it finished
+    for seed in sorted({seed for seed, _ in to_run}):
+        cfg = experiment(args.output_root, [*seed_overrides(seed), *args.overrides])
+        cached = (Path(cfg.model.path) / "config.json").is_file()
+        minutes = warm_start(cfg)
+        if not cached or str(seed) not in warm_minutes:
+            warm_minutes[str(seed)] = minutes
+        digest = weights_digest(Path(cfg.model.path))[:16]  # as the results record it
+        seed_arms = [key for key in to_run if key[0] == seed]
+        for key in unpaired(results, {seed}, digest):
+            superseded.append(results.pop(key))
+            seed_arms.append(key)
+        levels = held_out_task_levels(cfg)
+        for key in sorted(seed_arms, key=arm_order):
+            results[key] = run_arm(*key, args.steps, args.output_root, args.overrides, levels, keys[key[1]], digest)
+            write_report()  # after every arm, so a stopped sitting keeps what it finished
     if results and not to_run:
         write_report()  # nothing to run: the recorded arms judged against today's targets
     print(json.dumps(summary(list(results.values()), seeds), indent=2))

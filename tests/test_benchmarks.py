@@ -97,7 +97,29 @@ def test_targets_wait_for_every_seed_and_judge_the_finished_ones():
     summary = learning_proof.summary(arms, [0, 1, 2])
     assert summary["seeds_pending"] == [1, 2] and summary["met"] is None
     assert summary["treatment_gain"] == {"0": pytest.approx(0.3)}
-    assert learning_proof.summary(arms[2:], [1]) == {"seeds_pending": [1]}
+    assert learning_proof.summary(arms[2:], [1]) == {"seeds_pending": [1], "async_shortfall": {}, "async_met": {}}
+
+
+def test_the_async_arm_is_judged_against_its_seeds_treatment_and_is_not_a_claim_arm():
+    arms = [
+        arm(0, "treatment", {0: 0.3, 20: 0.9}),
+        arm(0, "control", {0: 0.3, 20: 0.3}),
+        arm(0, "async", {0: 0.3, 20: 0.85}),
+        arm(1, "treatment", {0: 0.3, 20: 0.9}),
+        arm(1, "control", {0: 0.3, 20: 0.3}),
+        arm(1, "async", {0: 0.3, 20: 0.7}),
+    ]
+    summary = learning_proof.summary(arms, [0, 1])
+    assert summary["seeds_pending"] == [] and summary["post_sft_pass_rate"] == {"0": 0.3, "1": 0.3}
+    assert summary["async_shortfall"] == {"0": pytest.approx(0.05), "1": pytest.approx(0.2)}
+    assert summary["async_met"] == {"0": True, "1": False}, "within 10 points of the treatment's gain"
+    assert learning_proof.summary([a for a in arms if a["arm"] != "async"], [0, 1])["met"]["mean_gain"] is True
+
+
+def test_each_seed_draws_its_own_warm_start_and_task_draws():
+    assert learning_proof.seed_overrides(2) == ["warm_start.seed=2", "task_set.split_seed=2"]
+    cfg = learning_proof.experiment(PROJECT_ROOT / "outputs", learning_proof.seed_overrides(2))
+    assert cfg.model.path == str(PROJECT_ROOT / "outputs" / "learning_proof_sft_s2" / "sft" / "model")
 
 
 def test_a_later_sitting_keeps_the_arms_of_its_settings_and_the_others_as_superseded():
@@ -140,11 +162,13 @@ def test_a_recorded_arm_from_another_warm_start_is_rerun_with_its_partner():
 
 
 def test_the_fingerprint_follows_each_arms_settings():
-    key = learning_proof.fingerprint("treatment", [], 20)
-    assert key == learning_proof.fingerprint("treatment", [], 20)
-    assert key != learning_proof.fingerprint("control", [], 20)  # algorithm=grpo_shuffled is in it
-    assert key != learning_proof.fingerprint("treatment", [], 10)
-    assert key != learning_proof.fingerprint("treatment", ["actor_rollout_ref.actor.optim.lr=3e-4"], 20)
+    key = learning_proof.fingerprint([], 20)
+    assert key == learning_proof.fingerprint(learning_proof.ARMS["treatment"], 20)
+    assert key != learning_proof.fingerprint(learning_proof.ARMS["control"], 20)  # algorithm=grpo_shuffled is in it
+    assert key != learning_proof.fingerprint(learning_proof.ARMS["async"], 20)  # rollouts=async is in it
+    assert key != learning_proof.fingerprint([], 10)
+    assert key != learning_proof.fingerprint(["actor_rollout_ref.actor.optim.lr=3e-4"], 20)
+    assert key != learning_proof.fingerprint([], 20, "learning_proof_multiturn")
 
 
 def test_a_run_directory_of_other_settings_is_refused_not_resumed(tmp_path):
@@ -175,12 +199,23 @@ def test_the_committed_figures_were_made_under_todays_settings():
     composed settings fails here until the benchmark is rerun (it resumes, keeping what still holds)."""
     report = json.loads((learning_proof.RESULTS / "learning_proof.json").read_text())
     for arm, key in report["fingerprints"].items():
-        assert learning_proof.fingerprint(arm, [], 20) == key, (
+        assert learning_proof.fingerprint(learning_proof.ARMS[arm], 20) == key, (
             f"the {arm} arm's settings changed since benchmarks/results/learning_proof.json was made: "
             "rerun .venv/bin/python benchmarks/learning_proof.py"
         )
-    assert report["command"] == "benchmarks/learning_proof.py --seeds 0 1 2 --steps 20"
-    assert {(a["seed"], a["arm"]) for a in report["arms"]} == {(s, a) for s in (0, 1, 2) for a in learning_proof.ARMS}
+    words = report["command"].split()
+    steps = words.index("--steps")
+    arms_at = words.index("--arms") if "--arms" in words else steps
+    seeds = [int(w) for w in words[words.index("--seeds") + 1 : arms_at]]
+    arms = words[arms_at + 1 : steps] or list(learning_proof.CLAIM_ARMS)
+    assert words[0] == "benchmarks/learning_proof.py" and words[steps + 1 :] == ["20"]
+    assert set(learning_proof.CLAIM_ARMS) <= set(arms) <= set(learning_proof.ARMS)
+    assert {(a["seed"], a["arm"]) for a in report["arms"]} == {(s, a) for s in seeds for a in arms}
+    for seed in seeds:
+        digests = {a["warm_start_weights_sha256"] for a in report["arms"] if a["seed"] == seed}
+        assert len(digests) == 1, f"seed {seed}'s arms start from one warm start"
+    for change in report["rekeyed"]:
+        assert change["why"] and set(change["from"]) == set(change["to"]), "a rekey says why"
 
 
 def test_the_readme_table_is_the_committed_json():
@@ -212,3 +247,120 @@ def test_the_verifier_time_benchmark_runs_and_verifies_the_honest_solution(tasks
     spec.loader.exec_module(verifier_time)
     hardened, bare, scores = asyncio.run(verifier_time.measure(tasks["csv-file-parsing-amount-sum"], 1))
     assert scores == [1.0] and len(hardened) == len(bare) == 1 and hardened[0] > 0 < bare[0]
+
+
+multiturn_spec = importlib.util.spec_from_file_location(
+    "learning_proof_multiturn", PROJECT_ROOT / "benchmarks" / "learning_proof_multiturn.py"
+)
+multiturn = importlib.util.module_from_spec(multiturn_spec)
+multiturn_spec.loader.exec_module(multiturn)
+
+
+def raw_arm(root, run, arm, curve, minutes=20.0, margin=(-3.0, -1.0)):
+    """One arm's raw files as run_arm writes them: metrics as verl logs them, validation episodes."""
+    raw = root / f"{run}_{arm}"
+    (raw / "logs").mkdir(parents=True)
+    metrics = [{"step": s, "data": {"val-aux/inbox_value/pass/mean@4": v}} for s, v in curve.items()]
+    metrics += [{"step": s, "data": {"actor/kl_loss": 0.01 * s, "advantage/abs_mean": 0.5}} for s in (1, 2)]
+    (raw / "logs" / "metrics.raw.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    episodes = [
+        {"step": 0, "task_id": "h1", "level": "hard", "score": 0.4},
+        {"step": 0, "task_id": "e1", "level": "easy", "score": 1.0},
+    ]
+    (raw / "validation.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    (raw / "margins.json").write_text(json.dumps({"0": margin[0], "20": margin[1]}))
+    level = {"pass_rate": 0.5, "able": 1.0, "episodes": 40}
+    (raw / "greedy.json").write_text(json.dumps({"0": {"easy": level, "hard": dict(level, pass_rate=0.0)}}))
+    record = {"run": run, "arm": arm, "fingerprint": "f", "minutes": minutes, "sft_seed": 0, "rl_seed": 0}
+    (raw / "arm.json").write_text(json.dumps(record))
+    return raw
+
+
+def test_a_second_rung_arm_is_read_from_its_raw_files_alone(tmp_path):
+    raw = raw_arm(tmp_path, "sft0_rl0", "grpo", {0: 0.25, 10: 0.4, 20: 0.5})
+    figures = multiturn.arm_figures(raw)
+    assert figures["sampled_pass_at_1"] == {0: 0.25, 10: 0.4, 20: 0.5} and figures["change"] == pytest.approx(0.25)
+    assert figures["sampled_by_level"] == {0: {"easy": 1.0, "hard": 0.0}}, "passed: every test, score 1"
+    assert figures["greedy_pass_rate"] == {0: 0.25} and figures["greedy_by_level"][0] == {"easy": 0.5, "hard": 0.0}
+    assert figures["folder_step_margin"] == {0: -3.0, 20: -1.0}
+    assert figures["diagnostics"] == {"kl": pytest.approx(0.015), "abs_advantage": 0.5}
+
+
+def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
+    curves = {
+        "grpo": {0: 0.3, 20: 0.5},
+        "mt_grpo": {0: 0.3, 20: 0.55},
+        "shuffled": {0: 0.3, 20: 0.32},
+        "negated": {0: 0.3, 20: 0.1},
+    }
+    for arm, curve in curves.items():
+        raw_arm(tmp_path, "sft0_rl0", arm, curve)
+    raw_arm(tmp_path, "sft0_rl1", "grpo", {0: 0.3, 20: 0.2})
+    report = multiturn.rebuild(tmp_path.parent / tmp_path.name, "benchmarks/learning_proof_multiturn.py")
+    summary = report["summary"]
+    assert summary["runs_done"] == ["sft0_rl0"] and summary["runs_pending"] == ["sft0_rl1"]
+    assert summary["mean_change"]["grpo"] == pytest.approx(0.2) and summary["minutes_per_run"] == {"sft0_rl0": 80.0}
+    assert summary["met"] == {
+        "grpo_mean_gain": True,
+        "grpo_every_run_positive": True,
+        "mt_grpo_at_least_grpo": True,
+        "shuffled_flat": True,
+        "negated_falls_every_run": True,
+        "minutes_per_run": True,
+    }
+    assert json.loads(tmp_path.with_suffix(".json").read_text()) == json.loads(json.dumps(report))
+    assert Image.open(tmp_path.with_suffix(".png")).size[0] > 800, "two panels: pass rate and margin"
+
+
+@pytest.mark.docker
+@pytest.mark.verl
+@pytest.mark.timeout(1800)
+def test_the_second_rung_benchmark_runs_an_arm_end_to_end(tmp_path):
+    """benchmarks/learning_proof_multiturn.py shrunk to a 2-step smoke (one run, the grpo arm, a warm
+    start of 12 demonstrations and one epoch), so it cannot rot: the warm start, the played decisions,
+    the multi-turn GRPO run with two mini-batches and sampled validation, the merged checkpoint, its
+    margins and greedy play, and a report remade from the raw files alone."""
+    import os
+    import subprocess
+    import sys
+
+    shrink = [
+        "task_set.procedural.count=12",
+        "task_set.validation.procedural.count=6",
+        "warm_start.epochs=1",
+        "model_hardware.prompts_per_step=4",
+        "model_hardware.rollouts_per_prompt=2",
+        "model_hardware.micro_batch_per_gpu=2",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+        "trainer.test_freq=2",
+        "trainer.save_freq=2",
+        # One epoch makes no model the check's ranges accept: it runs, and any figure passes.
+        *(f"warm_start.check.{f}.{level}=[0,1]" for f in ("pass_rate", "able") for level in ("easy", "medium", "hard")),
+    ]
+    out = tmp_path / "report"
+    script = [sys.executable, "benchmarks/learning_proof_multiturn.py", "--out", str(out)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN", "PYTEST"))}
+    run = [*script, "--output-root", str(tmp_path / "outputs"), "--sft-seeds", "0", "--rl-seeds", "0"]
+    result = subprocess.run(
+        [*run, "--arms", "grpo", "--steps", "2", *shrink],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1700,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    report = json.loads(out.with_suffix(".json").read_text())
+    [arm] = report["arms"]
+    assert (arm["run"], arm["arm"]) == ("sft0_rl0", "grpo") and report["summary"]["runs_pending"] == ["sft0_rl0"]
+    assert sorted(arm["sampled_pass_at_1"]) == ["0", "2"] == sorted(arm["folder_step_margin"])
+    assert sorted(arm["greedy_pass_rate"]) == ["0", "2"]
+    assert all(m < 0 for m in arm["folder_step_margin"].values()), "a one-epoch model prefers <done/>"
+    assert {"kl", "grad_norm", "abs_advantage", "clip_fraction"} <= set(arm["diagnostics"])
+    assert arm["diagnostics"]["abs_advantage"] >= 0
+    episodes = (out / "sft0_rl0_grpo" / "validation.jsonl").read_text().splitlines()
+    assert len(episodes) == 2 * 6 * 4, "two validations of 6 held-out tasks, 4 samples each"
+    out.with_suffix(".json").unlink()
+    rebuilt = subprocess.run([*script, "--rebuild"], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env)
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    assert json.loads(out.with_suffix(".json").read_text())["arms"] == report["arms"], "from the raw files alone"

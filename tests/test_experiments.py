@@ -37,6 +37,18 @@ def test_experiment_composes_and_is_documented(name):
     assert f"experiment={name}" in record
 
 
+@pytest.mark.parametrize("algorithm", ["mt_grpo", "grpo_shuffled", "grpo_negated"])
+def test_the_second_rungs_arms_pass_preflight(algorithm):
+    """Each arm of the second rung is its grpo arm's command plus one algorithm override; every arm
+    trains two PPO mini-batches a step and validates 4 samples per task at the training temperature."""
+    cfg = compose("train", ["experiment=learning_proof_multiturn", f"algorithm={algorithm}", "run.id=x"])
+    assert cfg.algorithm.adv_estimator == algorithm and cfg.agent.history == "append"
+    assert run_preflight(cfg, skip=MACHINE_CHECKS) == []
+    actor, rollout = cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout
+    assert cfg.data.train_batch_size == 2 * actor.ppo_mini_batch_size
+    assert rollout.val_kwargs.n == 4 and rollout.val_kwargs.temperature == rollout.temperature
+
+
 def test_the_learning_proofs_control_arm_passes_preflight():
     """The control (the treatment's command plus algorithm=grpo_shuffled) is a valid run too."""
     cfg = compose("train", ["experiment=learning_proof", "algorithm=grpo_shuffled", "run.id=x"])

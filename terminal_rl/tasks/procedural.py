@@ -4,7 +4,8 @@ Draw ``i`` of a family takes its parameters from a generator seeded by (family, 
 difficulty cycles through ``levels``, so the same arguments always give the same tasks and another
 seed gives fresh parameters. A held-out split passes the training seeds as ``exclude_seeds``, the
 training set's size as ``exclude_count`` and its levels as ``exclude_levels``: a draw whose instruction
-one of those training tasks has is skipped, so no held-out task repeats a training one.
+and start files one of those training tasks has is skipped, so no held-out task repeats a training one
+(a family whose instruction names nothing, as inbox_value's, differs in its files).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def procedural_tasks(
         raise ValueError(f"seed={seed} is one of exclude_seeds={list(exclude_seeds)}: it would exclude itself")
     module = FAMILIES[family]
     seen = {
-        task.prompt
+        (task.prompt, tuple(sorted(task.files.items())))
         for other in exclude_seeds
         for task in procedural_tasks(family, exclude_count or count, other, exclude_levels or levels, limits)
     }
@@ -57,7 +58,7 @@ def procedural_tasks(
         level = Difficulty(levels[len(tasks) % len(levels)])
         drawn = module.sample(random.Random(f"{family}/{seed}/{index}"), level)
         index += 1
-        if drawn.instruction in seen:
+        if (drawn.instruction, tuple(sorted((path, text.encode()) for path, text in drawn.files.items()))) in seen:
             continue
         metadata = {"family": family, "seed": str(seed)} | ({"mistake": drawn.mistake} if drawn.mistake else {})
         tasks.append(

@@ -75,6 +75,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("curriculum/<name>", "the curriculum's state: stage, steps in stage, gate scores, pool, shares"),
     Metric("judge/<name>", "the judge service's counts: requests, calls, cache hits, tokens, cost, latency"),
+    Metric("advantage/abs_mean", "mean absolute advantage over the step's trained tokens (all estimators)"),
     Metric("advantage/turn_<turn>/<statistic>", "per-turn advantages (adv_estimator=mt_grpo)"),
     Metric("advantage/turn_spread", "mean spread of advantages across a session's turns (mt_grpo)"),
     Metric("training/mini_batch_rows", "rows per mini-batch this step (sized in sessions)"),

@@ -72,3 +72,20 @@ def test_every_family_fails_untouched_and_mistaken_and_passes_with_its_solution(
         if mistaken is not None:
             assert mistaken.score < 1 and not mistaken.infrastructure_error, (task.id, mistaken.outcomes)
     assert sum(r[3] is not None for r in results) >= 3, "write_value's mistakes were played"
+
+
+def test_inbox_value_takes_dependent_turns_and_hides_the_folder_step_on_hard():
+    """The inbox file's name and word are only in its files (a listing, then a read, finds them); the
+    folder to make is asked for on medium, unsaid on hard, and the mistake (easy's commands) skips it."""
+    tasks = {t.difficulty.value: t for t in procedural_tasks("inbox_value", 3, 0, LEVELS, SMALL_LIMITS)}
+    for level, task in tasks.items():
+        [(inbox_file, word)] = [(path, text.decode().strip()) for path, text in task.files.items() if "/inbox/" in path]
+        assert inbox_file.rsplit("/", 1)[1] not in task.prompt and word not in task.prompt, level
+        commands = task.solution.splitlines()
+        assert commands[:2] == ["ls /app/inbox", f"cat {inbox_file}"] and commands[-1].startswith(f"echo {word} > ")
+        assert abs(sum(task.test_weights.values()) - 1) < 1e-9
+    assert "/app/out/.keep" in tasks["easy"].files and "mistake" not in tasks["easy"].metadata
+    assert "create it first" in tasks["medium"].prompt and "create" not in tasks["hard"].prompt
+    for level in ("medium", "hard"):
+        assert "mkdir -p /app/out" in tasks[level].solution and "mkdir" not in tasks[level].metadata["mistake"]
+        assert not any(path.startswith("/app/out/") for path in tasks[level].files)

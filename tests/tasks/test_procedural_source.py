@@ -44,6 +44,19 @@ def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
         procedural_tasks("write_value", 3, 0, LEVELS, SMALL_LIMITS, exclude_seeds=[0])
 
 
+def test_a_held_out_task_whose_instruction_repeats_differs_in_its_files():
+    """inbox_value's instructions name no parameter (5 target names x 3 levels): held-out tasks share
+    them with training tasks and are told apart by their inbox file, never a training task's."""
+
+    def key(task):
+        return task.prompt, tuple(sorted(task.files.items()))
+
+    train = procedural_tasks("inbox_value", 960, 0, LEVELS, SMALL_LIMITS)
+    held_out = procedural_tasks("inbox_value", 120, 1, LEVELS, SMALL_LIMITS, exclude_seeds=[0], exclude_count=960)
+    assert len(held_out) == 120 and {t.prompt for t in held_out} <= {t.prompt for t in train}
+    assert not {key(t) for t in train} & {key(t) for t in held_out}
+
+
 def test_a_validation_source_replaces_the_split():
     split = write_value_config("task_set.procedural.count=30")
     train, val, problems = train_and_val(split)

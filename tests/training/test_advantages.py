@@ -112,3 +112,30 @@ def test_the_shuffled_control_is_verl_grpo_of_each_groups_rewards_in_another_ord
     plain, _ = compute_grpo_outcome_advantage(token_rewards, mask, np.array(uids, dtype=object))
     assert not torch.allclose(out.batch["advantages"], plain)  # this draw is not the identity
     assert sorted(out.batch["advantages"][:4, 0].tolist()) == pytest.approx(sorted(plain[:4, 0].tolist()))
+
+
+def test_negated_control_is_verls_grpo_of_the_negated_rewards():
+    """algorithm=grpo_negated through verl's own compute_advantage: each row's GRPO advantage with its
+    sign flipped (the rewards' order within a group reversed), masked tokens 0."""
+    from omegaconf import OmegaConf
+    from verl import DataProto
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from terminal_rl.integrations.verl.advantages import GRPO_NEGATED
+
+    uids = np.array(["a", "a", "a", "b", "b", "b"], dtype=object)
+    mask = torch.ones(6, 3)
+    mask[2, 2] = 0
+    token_rewards = torch.zeros(6, 3)
+    token_rewards[:, 1] = torch.tensor([1.0, 0.0, 0.4, 0.2, 0.2, 0.9])
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": token_rewards, "response_mask": mask}, non_tensors={"uid": uids}
+    )
+    out = compute_advantage(
+        data, adv_estimator=GRPO_NEGATED, config=OmegaConf.create({"norm_adv_by_std_in_grpo": True})
+    )
+    plain, _ = compute_grpo_outcome_advantage(token_rewards, mask, uids)
+    assert torch.allclose(out.batch["advantages"], -plain)
+    assert out.batch["advantages"][0, 0] < 0 < out.batch["advantages"][1, 0], "the best response is pushed down"
+    assert out.batch["advantages"][2, 2] == 0

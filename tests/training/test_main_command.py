@@ -40,7 +40,7 @@ def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
     check = next(i for i, line in enumerate(lines) if line.startswith("warm start check: the SFT model, greedy"))
     shown = [line.split()[0] for line in lines[check:] if re.match(r"  \w+ +pass rate [\d.]+  able [\d.]+ ", line)]
     assert shown == sorted(LEVELS), "its figures per level"
-    figures = json.loads((tmp_path / "learning_proof_sft" / "warm_start_check.json").read_text())["figures"]
+    figures = json.loads((tmp_path / "learning_proof_sft_s0" / "warm_start_check.json").read_text())["figures"]
     assert sum(f["episodes"] for f in figures.values()) == 6, "greedy, once per held-out task"
     assert any(line.startswith("  tasks       write_value: train 24 (") for line in lines), "\n".join(lines[-80:])
     assert any(line.startswith("  validation @ step 0: write_value pass rate") for line in lines)
@@ -50,9 +50,9 @@ def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
     assert any(line.startswith("step 1/2 ") for line in lines) and any(line.startswith("step 2/2 ") for line in lines)
     assert any(line.startswith("  validation @ step 2: write_value pass rate") for line in lines)
     assert any(line.startswith("done: checkpoints") for line in lines)
-    demonstrations = json.loads((tmp_path / "learning_proof_sft" / "demonstrations.json").read_text())
+    demonstrations = json.loads((tmp_path / "learning_proof_sft_s0" / "demonstrations.json").read_text())
     assert len(demonstrations) == 24
-    assert (tmp_path / "learning_proof_sft" / "sft" / "model" / "config.json").is_file()
+    assert (tmp_path / "learning_proof_sft_s0" / "sft" / "model" / "config.json").is_file()
     [metrics] = (tmp_path / "main" / "logs").glob("metrics.*.jsonl")
     steps = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert [s["step"] for s in steps if "timing_s/step" in s["data"]] == [1, 2]

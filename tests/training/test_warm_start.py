@@ -58,7 +58,7 @@ def test_a_cache_made_with_these_settings_is_used_and_one_made_otherwise_is_refu
         "task_set.procedural.count=480",
     )
     with pytest.raises(
-        ValueError, match=r"made with other tasks, warm_start \(.*warm_start.json\): delete .*learning_proof_sft to"
+        ValueError, match=r"made with other tasks, warm_start \(.*warm_start.json\): delete .*learning_proof_sft_s0 to"
     ):
         ensure_warm_start(train_job(other).warm_start, Silent())
 
@@ -114,14 +114,14 @@ def test_the_check_plays_the_runs_held_out_tasks_greedy_as_its_validation_does(t
     assert evaluate.policy.temperature == 0 and evaluate.policy.kind == "token" and evaluate.serve.kind == "command"
     assert evaluate.agent.max_turns == cfg.agent.max_turns == 2
     assert evaluate.agent.max_context_tokens == cfg.model.context.max_context_tokens
-    assert evaluate.serve.model == str(tmp_path / "learning_proof_sft" / "sft" / "model")
+    assert evaluate.serve.model == str(tmp_path / "learning_proof_sft_s0" / "sft" / "model")
 
 
 def test_a_malformed_check_is_refused_before_anything_is_made(tmp_path):
     cfg = train_config("experiment=learning_proof", f"run.output_root={tmp_path}", "warm_start.check.able.easy=[0.9]")
     with pytest.raises(ValueError, match=r"warm_start.check.able.easy=\[0.9\] must be \[low, high\]"):
         ensure_warm_start(train_job(cfg).warm_start, Silent())
-    assert not (tmp_path / "learning_proof_sft").exists()
+    assert not (tmp_path / "learning_proof_sft_s0").exists()
 
 
 def test_the_demonstrations_are_played_on_the_training_runs_own_tasks():

@@ -1,6 +1,7 @@
 """Our advantage estimators, registered through verl's own ``register_adv_est``, each built on verl's GRPO
-estimator itself: MT-GRPO (``algorithm.adv_estimator=mt_grpo``) and the learning proof's control
-(``grpo_shuffled``: GRPO on each group's rewards in random order, ``rewards/shuffle_control.py``).
+estimator itself: MT-GRPO (``algorithm.adv_estimator=mt_grpo``) and the learning proof's controls
+(``grpo_shuffled``: GRPO on each group's rewards in random order, ``rewards/shuffle_control.py``;
+``grpo_negated``: GRPO on the negated rewards, which must unlearn).
 
 verl calls a registered estimator with the token-level rewards, the response mask, the group index
 and the algorithm config only (``trainer/ppo/ray_trainer.py`` l. 248-279), so turn boundaries cannot
@@ -29,6 +30,7 @@ from terminal_rl.rewards.turn_credit import TurnCredit, token_turns, turn_advant
 
 MT_GRPO = "mt_grpo"
 GRPO_SHUFFLED = "grpo_shuffled"
+GRPO_NEGATED = "grpo_negated"
 # Per-position advantage metrics are logged for the first turns only (the rest would flood the logger).
 LOGGED_POSITIONS = 8
 
@@ -98,9 +100,24 @@ def shuffled_grpo_advantage(
     scores = token_level_rewards.sum(dim=-1).tolist()
     shuffled = torch.zeros_like(token_level_rewards)
     shuffled[:, 0] = torch.tensor(shuffle_within_groups(scores, [str(i) for i in index]), dtype=shuffled.dtype)
+    return _grpo(shuffled, response_mask, index, config)
+
+
+@register_adv_est(GRPO_NEGATED)
+def negated_grpo_advantage(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray, config=None, **_
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """verl's GRPO advantage of the negated rewards: each response's advantage with its sign flipped,
+    so a pipeline that learns from its rewards must get worse under it (the learning proof's negative
+    control). Shapes as ``mt_grpo_advantage``."""
+    return _grpo(-token_level_rewards, response_mask, index, config)
+
+
+def _grpo(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray, config):
+    """verl's GRPO outcome advantage under the algorithm config's normalisation and epsilon."""
     by_std = bool(config.get("norm_adv_by_std_in_grpo", True)) if config is not None else True
     epsilon = float(config.get("epsilon", 1e-6)) if config is not None else 1e-6
-    return compute_grpo_outcome_advantage(shuffled, response_mask, index, epsilon, by_std)
+    return compute_grpo_outcome_advantage(token_level_rewards, response_mask, index, epsilon, by_std)
 
 
 def position_metrics(

@@ -211,7 +211,12 @@ class TerminalSteps:
     def _verl_advantage(self, batch, response_mask, metrics):
         self._trains_nothing = int(response_mask.values().sum()) == 0
         if not self._trains_nothing:
-            return super()._compute_advantage(batch, metrics)
+            batch = super()._compute_advantage(batch, metrics)
+            # verl logs the advantages' mean, max and min; their size is what moves the policy.
+            advantages = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["advantages"])
+            trained = response_mask.values().bool()
+            metrics["advantage/abs_mean"] = float(advantages["advantages"].values()[trained].abs().mean())
+            return batch
         algorithm = self.config.algorithm
         correction = algorithm.get("rollout_correction")
         with open_dict(algorithm):

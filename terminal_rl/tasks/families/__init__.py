@@ -4,6 +4,7 @@ from terminal_rl.tasks.families import (
     config_fix,
     csv_report,
     file_rename,
+    inbox_value,
     ledger_sum,
     log_filter,
     shell_script,
@@ -22,5 +23,6 @@ FAMILIES = {
         write_value,
         ledger_sum,
         slow_check,
+        inbox_value,
     )
 }

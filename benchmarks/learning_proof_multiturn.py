@@ -1,0 +1,360 @@
+"""Learning proof, second rung: RL finds a step the demonstrations never showed, over several turns.
+
+    .venv/bin/python benchmarks/learning_proof_multiturn.py [--sft-seeds 0 1] [--rl-seeds 0 1] [--arms ...]
+    .venv/bin/python benchmarks/learning_proof_multiturn.py --rebuild     (JSON and PNG from the raw files)
+
+A run is one SFT seed (its own warm start, ``warm_start.seed``) and one RL seed (the task sampler's
+draws, ``task_set.split_seed``); each runs four arms of ``experiment=learning_proof_multiturn`` from its
+warm start: ``grpo``, ``mt_grpo`` (turn-level credit), ``shuffled`` (each group's rewards shuffled: must
+stay flat) and ``negated`` (rewards negated: must fall). Per arm, from logged data only:
+
+- sampled held-out pass@1 (4 samples per task at the training temperature: verl's validation) at
+  every validation, overall and per level; the primary figure;
+- greedy held-out pass rate after SFT (the warm start's check) and after the last step (the last
+  checkpoint merged and played greedy on the same tasks);
+- the folder step's teacher-forced margin (``training/action_margin.py``): log p(make the folder) -
+  log p(done) after a failed write, on every held-out hard task, at every validation's checkpoint;
+- KL to the warm start, gradient norm, mean |advantage|, PPO clip fraction, and turn-credit spread
+  (``mt_grpo``), means over steps.
+
+Each finished arm's raw figures go to ``benchmarks/results/learning_proof_multiturn/<run>_<arm>/`` (``--out``)
+(metrics per step in ``logs/``, validation episodes' scores, margins, greedy figures, the arm's record); the JSON and
+PNG are made from those files alone, so ``--rebuild`` remakes them on any machine. Resumable per run and
+arm: an arm whose raw record has this sitting's fingerprint is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from learning_proof import fingerprint, held_out_task_levels, warm_start  # noqa: E402
+
+from terminal_rl.analysis import load_metrics, load_trajectories, validation_score  # noqa: E402
+
+EXPERIMENT = "learning_proof_multiturn"
+RESULTS = ROOT / "benchmarks" / "results"
+ARMS = {
+    "grpo": [],
+    "mt_grpo": ["algorithm=mt_grpo"],
+    "shuffled": ["algorithm=grpo_shuffled"],
+    "negated": ["algorithm=grpo_negated"],
+}
+# Means over steps of these logged metrics, per arm.
+DIAGNOSTICS = {
+    "kl": "actor/kl_loss",
+    "grad_norm": "actor/grad_norm",
+    "abs_advantage": "advantage/abs_mean",
+    "clip_fraction": "actor/pg_clipfrac",
+    "turn_spread": "advantage/turn_spread",
+}
+TARGETS = {"grpo_mean_gain_min": 0.15, "control_change_max": 0.05, "minutes_per_run_max": 90}
+
+
+def run_name(sft_seed: int, rl_seed: int) -> str:
+    return f"sft{sft_seed}_rl{rl_seed}"
+
+
+def run_overrides(sft_seed: int, rl_seed: int) -> list[str]:
+    return [f"warm_start.seed={sft_seed}", f"task_set.split_seed={rl_seed}"]
+
+
+def config(output_root: Path, overrides: list[str]):
+    from terminal_rl.config import compose
+
+    return compose("train", [f"experiment={EXPERIMENT}", f"run.output_root={output_root}", *overrides])
+
+
+def sampled_curve(metrics) -> dict[int, float]:
+    """step -> held-out pass rate of verl's validation (sampled, mean over its n samples per task)."""
+    column = next((c for c in metrics.columns if (v := validation_score(c)) and v[1] == "pass rate"), None)
+    return {} if column is None else {int(s): float(v) for s, v in metrics[column].dropna().items()}
+
+
+def decisions_for(cfg, work: Path):
+    """The folder step's decision on every held-out hard task: the task's mistake (the write without
+    the folder) played in a sandbox, its last turn ``<done/>``, against the solution's missing command."""
+    from terminal_rl.agent.evaluation import read_results
+    from terminal_rl.agent.tokens import ChatTokenizer, load_tokenizer
+    from terminal_rl.preflight.job import train_job
+    from terminal_rl.tasks.demonstrations import demonstration_turns, demonstrations
+    from terminal_rl.tasks.prepare import train_and_val
+    from terminal_rl.training.action_margin import decision
+    from terminal_rl.training.warm_start import run_app
+    from terminal_rl.training.warm_start_check import script_commands
+
+    plan = train_job(cfg).warm_start
+    _, val, _ = train_and_val(plan.task_set)
+    hard = [t for t in val if t.difficulty.value == "hard"]
+    results = work / "decisions" / "results.jsonl"
+    if not results.is_file():
+        script = work / "decisions" / "mistakes.json"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(json.dumps(demonstrations(hard, plan.protocol, {"hard": 1.0}, 0)))
+        played = {"policy": "scripted", "policy.script": str(script), "serve": None, "serve.model": None}
+        played |= {"policy.temperature": None, "policy.enable_thinking": None}
+        run_app("evaluate", evaluate_overrides(plan, hard, results, played), work)
+    chat = ChatTokenizer(load_tokenizer(str(Path(cfg.model.path))), plan.enable_thinking)
+    by_id = {t.id: t for t in hard}
+    made = []
+    for episode in sorted(read_results(results), key=lambda t: t.task_id):
+        task = by_id[episode.task_id]
+        if episode.messages[-1]["content"] != demonstration_turns("", plan.protocol)[-1]:
+            raise RuntimeError(f"{results}: {task.id}'s scripted mistake did not end as scripted: delete it, run again")
+        skipped = [c for c in script_commands(task.solution) if c not in script_commands(task.metadata["mistake"])]
+        right = demonstration_turns(skipped[0], plan.protocol)[0]
+        made.append(decision(episode.messages, right, chat, cfg.agent.history))
+    return made
+
+
+def evaluate_overrides(plan, tasks, results: Path, changes: dict[str, str | None]) -> list[str]:
+    """The warm start check's evaluate overrides (its held-out tasks, agent, model preset, greedy on
+    the CPU) for ``tasks``, with ``changes``: a key set to a value, or dropped (None)."""
+    from terminal_rl.training.warm_start import check_overrides
+
+    kept = [o for o in check_overrides(plan, tasks, results) if o.split("=", 1)[0] not in changes]
+    return kept + [f"{key}={value}" for key, value in changes.items() if value is not None]
+
+
+def margin_at(model_dir: Path, decisions) -> float:
+    from transformers import AutoModelForCausalLM
+
+    from terminal_rl.training.action_margin import margins
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
+    values = margins(model, decisions)
+    return sum(values) / len(values)
+
+
+def merged_checkpoint(run_dir: Path, step: int, output_root: Path) -> Path:
+    """The run's checkpoint of ``step`` as a Hugging Face folder (the export app, once)."""
+    target = run_dir / "hf" / f"global_step_{step}"
+    if not (target / "config.json").is_file():
+        command = ["-m", "terminal_rl.export", f"run.id={run_dir.name}", f"run.output_root={output_root}"]
+        subprocess.run([sys.executable, *command, f"step={step}"], cwd=ROOT, check=True)
+    return target
+
+
+def greedy_figures(cfg, model_dir: Path, run_dir: Path) -> dict:
+    """``model_dir`` greedy on the held-out tasks, as the warm start's check plays them: per level."""
+    from terminal_rl.agent.evaluation import read_results
+    from terminal_rl.preflight.job import train_job
+    from terminal_rl.tasks.prepare import train_and_val
+    from terminal_rl.training.warm_start import run_app
+    from terminal_rl.training.warm_start_check import level_figures
+
+    plan = train_job(cfg).warm_start
+    _, val, _ = train_and_val(plan.task_set)
+    results = run_dir / "greedy" / "results.jsonl"
+    if not results.is_file():
+        served = {"serve.model": str(model_dir), "run.id": run_dir.name}
+        run_app("evaluate", evaluate_overrides(plan, val, results, served), run_dir)
+    return level_figures(read_results(results), val)
+
+
+def raw_folder(out: Path) -> Path:
+    """Where the raw files of the report ``out`` (.json, .png) are: the folder of the same name."""
+    return out.parent / out.stem
+
+
+def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cfg) -> dict:
+    """Train the arm (resuming a stopped one), then write its raw figures; returns its record."""
+    raw = raw_folder(args.out) / f"{run_name(sft_seed, rl_seed)}_{arm}"
+    if (raw / "arm.json").is_file() and json.loads((raw / "arm.json").read_text())["fingerprint"] == key:
+        return json.loads((raw / "arm.json").read_text())
+    run_id = f"{EXPERIMENT}_{run_name(sft_seed, rl_seed)}_{arm}"
+    run_dir = args.output_root / run_id
+    stamp = run_dir / "benchmark_fingerprint"
+    if run_dir.exists() and (not stamp.is_file() or stamp.read_text() != key):
+        raise SystemExit(f"{run_dir} holds a run under other settings: move it aside, or pass --output-root")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(key)
+    overrides = [
+        f"run.id={run_id}",
+        f"run.output_root={args.output_root}",
+        *run_overrides(sft_seed, rl_seed),
+        f"trainer.total_training_steps={args.steps}",
+        *ARMS[arm],
+        *args.overrides,
+    ]
+    print(f"== {run_name(sft_seed, rl_seed)} {arm}: {' '.join(overrides)}", flush=True)
+    start = time.time()
+    command = [sys.executable, "-m", "terminal_rl.train", f"experiment={EXPERIMENT}", *overrides]
+    if subprocess.run(command, cwd=ROOT).returncode != 0:
+        raise SystemExit(f"{run_id} failed: see {run_dir / 'logs' / 'train.log'}")
+    minutes = (time.time() - start) / 60
+    metrics = load_metrics(run_dir)
+    steps = sorted(sampled_curve(metrics))
+    if not steps or steps[0] != 0 or steps[-1] != args.steps:
+        raise SystemExit(f"{run_id}: no held-out pass rate at step 0 and {args.steps} in {run_dir}/logs")
+    sft_model = Path(cfg.model.path)
+    models = {0: sft_model, **{s: merged_checkpoint(run_dir, s, args.output_root) for s in steps if s}}
+    check = json.loads((sft_model.parent.parent / "warm_start_check.json").read_text())["figures"]
+    greedy = {0: check, args.steps: greedy_figures(cfg, models[args.steps], run_dir)}
+    (raw / "logs").mkdir(parents=True, exist_ok=True)
+    # As the run logs them (one launch's file), numbers only: analysis.load_metrics reads it back.
+    with (raw / "logs" / "metrics.raw.jsonl").open("w") as out:
+        for step, row in metrics.select_dtypes("number").iterrows():
+            out.write(json.dumps({"step": int(step), "data": row.dropna().to_dict()}) + "\n")
+    levels = held_out_task_levels(cfg)
+    val = load_trajectories(run_dir).query("split == 'val'")
+    with (raw / "validation.jsonl").open("w") as out:
+        for row in val.itertuples():
+            out.write(
+                json.dumps(
+                    {"step": int(row.step), "task_id": row.task_id, "level": levels[row.task_id], "score": row.score}
+                )
+                + "\n"
+            )
+    (raw / "margins.json").write_text(json.dumps({s: margin_at(m, decisions) for s, m in models.items()}) + "\n")
+    (raw / "greedy.json").write_text(json.dumps(greedy) + "\n")
+    record = {
+        "run": run_name(sft_seed, rl_seed),
+        "sft_seed": sft_seed,
+        "rl_seed": rl_seed,
+        "arm": arm,
+        "fingerprint": key,
+        "command": " ".join(command[2:]),
+        "minutes": minutes,
+    }
+    (raw / "arm.json").write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def arm_figures(raw: Path) -> dict:
+    """One arm's figures, from its raw files alone."""
+    record = json.loads((raw / "arm.json").read_text())
+    metrics = load_metrics(raw)
+    curve = sampled_curve(metrics)
+    episodes = [json.loads(line) for line in (raw / "validation.jsonl").read_text().splitlines()]
+    by_level: dict[int, dict[str, list[bool]]] = {}
+    for e in episodes:
+        by_level.setdefault(e["step"], {}).setdefault(e["level"], []).append(e["score"] == 1.0)
+    first, last = min(curve), max(curve)
+    greedy = json.loads((raw / "greedy.json").read_text())
+    return {
+        **record,
+        "sampled_pass_at_1": curve,
+        "change": curve[last] - curve[first],
+        "sampled_by_level": {s: {lv: sum(v) / len(v) for lv, v in sorted(ls.items())} for s, ls in by_level.items()},
+        "greedy_pass_rate": {int(s): _overall(f) for s, f in greedy.items()},
+        "greedy_by_level": {int(s): {lv: f["pass_rate"] for lv, f in figs.items()} for s, figs in greedy.items()},
+        "folder_step_margin": {int(s): m for s, m in json.loads((raw / "margins.json").read_text()).items()},
+        "diagnostics": {name: float(metrics[c].mean()) for name, c in DIAGNOSTICS.items() if c in metrics},
+    }
+
+
+def _overall(figures: dict) -> float:
+    episodes = sum(f["episodes"] for f in figures.values())
+    return sum(f["pass_rate"] * f["episodes"] for f in figures.values()) / episodes
+
+
+def summary(arms: list[dict]) -> dict:
+    """The targets, per run and over runs, on the runs whose four arms are done."""
+    by = {(a["run"], a["arm"]): a for a in arms}
+    runs = sorted({a["run"] for a in arms})
+    done = [r for r in runs if all((r, arm) in by for arm in ARMS)]
+    change = {arm: {r: by[r, arm]["change"] for r in done} for arm in ARMS}
+    minutes = {r: sum(by[r, arm]["minutes"] for arm in ARMS) for r in done}
+    report = {"runs_done": done, "runs_pending": [r for r in runs if r not in done], "change": change}
+    if not done:
+        return report
+    mean = {arm: sum(values.values()) / len(done) for arm, values in change.items()}
+    return {
+        **report,
+        "mean_change": mean,
+        "minutes_per_run": minutes,
+        "met": {
+            "grpo_mean_gain": mean["grpo"] >= TARGETS["grpo_mean_gain_min"],
+            "grpo_every_run_positive": min(change["grpo"].values()) > 0,
+            "mt_grpo_at_least_grpo": mean["mt_grpo"] >= mean["grpo"],
+            "shuffled_flat": max(abs(v) for v in change["shuffled"].values()) <= TARGETS["control_change_max"],
+            "negated_falls_every_run": max(change["negated"].values()) < 0,
+            "minutes_per_run": max(minutes.values()) <= TARGETS["minutes_per_run_max"],
+        },
+    }
+
+
+def plot(arms: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (rate, margin) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    colours = dict(zip(ARMS, plt.get_cmap("tab10").colors))
+    for arm in arms:
+        for ax, curve in ((rate, arm["sampled_pass_at_1"]), (margin, arm["folder_step_margin"])):
+            steps = sorted(curve)
+            ax.plot(
+                steps,
+                [curve[s] for s in steps],
+                marker="o",
+                color=colours[arm["arm"]],
+                alpha=0.8,
+                label=f"{arm['run']} {arm['arm']}",
+            )
+    rate.set(
+        xlabel="GRPO step", ylabel="held-out pass@1 (4 samples, T=1)", ylim=(0, 1), title="Sampled held-out pass rate"
+    )
+    margin.set(
+        xlabel="GRPO step", ylabel="log p(mkdir) - log p(done), nats", title="Folder step, teacher-forced (hard tasks)"
+    )
+    for ax in (rate, margin):
+        ax.grid(alpha=0.3)
+    rate.legend(fontsize=7, ncols=2)
+    fig.savefig(path, dpi=120)
+
+
+def rebuild(out: Path, command: str) -> dict:
+    """The JSON and PNG from the raw files alone."""
+    folder = raw_folder(out)
+    arms = [arm_figures(record.parent) for record in sorted(folder.glob("*/arm.json"))]
+    report = {"command": command, "targets": TARGETS, "summary": summary(arms), "arms": arms}
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    if arms:
+        plot(arms, out.with_suffix(".png"))
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sft-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--rl-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--output-root", type=Path, default=ROOT / "outputs")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / EXPERIMENT, help="the report (.json, .png) and its raw folder"
+    )
+    parser.add_argument("--rebuild", action="store_true", help="only remake the JSON and PNG from the raw files")
+    parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
+    args = parser.parse_args()
+    out = args.out
+    command = " ".join(
+        ["benchmarks/learning_proof_multiturn.py", "--sft-seeds", *map(str, args.sft_seeds), "--rl-seeds"]
+        + [*map(str, args.rl_seeds), "--steps", str(args.steps), *args.overrides]
+    )
+    if not args.rebuild:
+        for sft_seed in args.sft_seeds:
+            for rl_seed in args.rl_seeds:
+                cfg = config(args.output_root, [*run_overrides(sft_seed, rl_seed), *args.overrides])
+                warm_start(cfg)
+                decisions = decisions_for(cfg, Path(cfg.model.path).parent.parent)
+                for arm in args.arms:
+                    key = fingerprint([*ARMS[arm], *args.overrides], args.steps, EXPERIMENT)
+                    run_arm(sft_seed, rl_seed, arm, args, key, decisions, cfg)
+                    rebuild(out, command)  # after every arm, so a stopped sitting keeps what it finished
+    print(json.dumps(rebuild(out, command)["summary"], indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Several dependent turns: find the one file in an inbox, read the word in it, file the word.
+
+The file's name is drawn per task and named nowhere but in the output of ``ls /app/inbox``, and the
+word only in the file, so success takes at least three commands, each using what the previous one
+printed: list, read, write. The levels differ in the folder the word is filed in:
+
+- easy: ``/app/out`` exists;
+- medium: it does not, and the instruction says to create it (``mkdir -p``, then write);
+- hard: it does not, and the instruction, worded as easy's, does not say so: the write fails with
+  ``No such file or directory`` and the agent must create the folder and write again.
+
+The plausible mistake is easy's three commands on any level (on hard: the failed write, then done). A
+warm start demonstrated with the mistake on every hard task has seen ``mkdir -p`` only where an
+instruction asked for it, and never the recovery from the failed write: that step is left for
+reinforcement learning to find, with partial credit (the folder, the file, the word) as its gradient.
+"""
+
+from __future__ import annotations
+
+import random
+
+from terminal_rl.tasks.families.base import FamilyTask, pytest_file, read_text_helper
+from terminal_rl.tasks.families.write_value import FILES, WORDS
+from terminal_rl.tasks.model import Difficulty
+
+NAME = "inbox_value"
+CATEGORY = "file-operations"
+INBOX, OUT = "/app/inbox", "/app/out"
+# Inbox file names: a prefix and a number, so a name is read off the listing, not guessed.
+PREFIXES = ("msg", "memo", "item", "drop", "card", "slip")
+
+
+def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
+    inbox_file = f"{INBOX}/{rng.choice(PREFIXES)}_{rng.randint(100, 999)}.txt"
+    word = rng.choice(WORDS)
+    target = f"{OUT}/{rng.choice(FILES)}.txt"
+    files = {inbox_file: f"{word}\n"}
+    if level is Difficulty.EASY:
+        files[f"{OUT}/.keep"] = ""
+    instruction = f"One file in {INBOX} holds a word. Write that word to {target}."
+    if level is Difficulty.MEDIUM:
+        instruction += f" The folder {OUT} does not exist yet: create it first."
+    find_and_read = f"ls {INBOX}\ncat {inbox_file}\n"
+    write = f"echo {word} > {target}\n"
+    mkdir = "" if level is Difficulty.EASY else f"mkdir -p {OUT}\n"
+    tests = {
+        "test_file_exists": (0.3, f'assert os.path.isfile("{target}")'),
+        "test_file_holds_the_inbox_word": (0.7, f'assert read("{target}").strip() == "{word}"'),
+    }
+    if level is not Difficulty.EASY:  # partial credit for the folder too, where it must be made
+        tests = {
+            "test_out_folder_exists": (0.2, f'assert os.path.isdir("{OUT}")'),
+            "test_file_exists": (0.2, tests["test_file_exists"][1]),
+            "test_file_holds_the_inbox_word": (0.6, tests["test_file_holds_the_inbox_word"][1]),
+        }
+    return FamilyTask(
+        f"File the word from the inbox in {target}",
+        instruction,
+        files,
+        pytest_file(read_text_helper(), *(f"def {name}():\n    {body}" for name, (_, body) in tests.items())),
+        {name: weight for name, (weight, _) in tests.items()},
+        find_and_read + mkdir + write,
+        ("multi-turn", "write"),
+        # Easy's commands: right on easy (no mistake there), the write fails where the folder is missing.
+        None if level is Difficulty.EASY else find_and_read + write,
+    )
