@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from learning_proof import fingerprint, held_out_task_levels, warm_start  # noqa: E402
+from learning_proof import fingerprint, warm_start  # noqa: E402
 
 from terminal_rl.analysis import load_metrics, load_trajectories, validation_score  # noqa: E402
 
@@ -79,20 +79,25 @@ def sampled_curve(metrics) -> dict[int, float]:
     return {} if column is None else {int(s): float(v) for s, v in metrics[column].dropna().items()}
 
 
-def decisions_for(cfg, work: Path):
+def held_out(cfg):
+    """The run's warm-start plan and its held-out tasks (the same for every arm of the run)."""
+    from terminal_rl.preflight.job import train_job
+    from terminal_rl.tasks.prepare import train_and_val
+
+    plan = train_job(cfg).warm_start
+    return plan, train_and_val(plan.task_set)[1]
+
+
+def decisions_for(cfg, plan, val, work: Path):
     """The folder step's decision on every held-out hard task: the task's mistake (the write without
     the folder) played in a sandbox, its last turn ``<done/>``, against the solution's missing command."""
     from terminal_rl.agent.evaluation import read_results
     from terminal_rl.agent.tokens import ChatTokenizer, load_tokenizer
-    from terminal_rl.preflight.job import train_job
     from terminal_rl.tasks.demonstrations import demonstration_turns, demonstrations
-    from terminal_rl.tasks.prepare import train_and_val
     from terminal_rl.training.action_margin import decision
     from terminal_rl.training.warm_start import run_app
     from terminal_rl.training.warm_start_check import script_commands
 
-    plan = train_job(cfg).warm_start
-    _, val, _ = train_and_val(plan.task_set)
     hard = [t for t in val if t.difficulty.value == "hard"]
     results = work / "decisions" / "results.jsonl"
     if not results.is_file():
@@ -143,16 +148,12 @@ def merged_checkpoint(run_dir: Path, step: int, output_root: Path) -> Path:
     return target
 
 
-def greedy_figures(cfg, model_dir: Path, run_dir: Path) -> dict:
-    """``model_dir`` greedy on the held-out tasks, as the warm start's check plays them: per level."""
+def greedy_figures(plan, val, model_dir: Path, run_dir: Path) -> dict:
+    """``model_dir`` greedy on the held-out tasks ``val``, as the warm start's check plays them: per level."""
     from terminal_rl.agent.evaluation import read_results
-    from terminal_rl.preflight.job import train_job
-    from terminal_rl.tasks.prepare import train_and_val
     from terminal_rl.training.warm_start import run_app
     from terminal_rl.training.warm_start_check import level_figures
 
-    plan = train_job(cfg).warm_start
-    _, val, _ = train_and_val(plan.task_set)
     results = run_dir / "greedy" / "results.jsonl"
     if not results.is_file():
         served = {"serve.model": str(model_dir), "run.id": run_dir.name}
@@ -165,7 +166,7 @@ def raw_folder(out: Path) -> Path:
     return out.parent / out.stem
 
 
-def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cfg) -> dict:
+def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cfg, plan, val) -> dict:
     """Train the arm (resuming a stopped one), then write its raw figures; returns its record."""
     raw = raw_folder(args.out) / f"{run_name(sft_seed, rl_seed)}_{arm}"
     if (raw / "arm.json").is_file() and json.loads((raw / "arm.json").read_text())["fingerprint"] == key:
@@ -198,13 +199,13 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
     sft_model = Path(cfg.model.path)
     models = {0: sft_model, **{s: merged_checkpoint(run_dir, s, args.output_root) for s in steps if s}}
     check = json.loads((sft_model.parent.parent / "warm_start_check.json").read_text())["figures"]
-    greedy = {0: check, args.steps: greedy_figures(cfg, models[args.steps], run_dir)}
+    greedy = {0: check, args.steps: greedy_figures(plan, val, models[args.steps], run_dir)}
     (raw / "logs").mkdir(parents=True, exist_ok=True)
     # As the run logs them (one launch's file), numbers only: analysis.load_metrics reads it back.
     with (raw / "logs" / "metrics.raw.jsonl").open("w") as out:
         for step, row in metrics.select_dtypes("number").iterrows():
             out.write(json.dumps({"step": int(step), "data": row.dropna().to_dict()}) + "\n")
-    levels = held_out_task_levels(cfg)
+    levels = {task.id: task.difficulty.value for task in val}
     val = load_trajectories(run_dir).query("split == 'val'")
     with (raw / "validation.jsonl").open("w") as out:
         for row in val.itertuples():
@@ -348,10 +349,11 @@ def main() -> None:
             for rl_seed in args.rl_seeds:
                 cfg = config(args.output_root, [*run_overrides(sft_seed, rl_seed), *args.overrides])
                 warm_start(cfg)
-                decisions = decisions_for(cfg, Path(cfg.model.path).parent.parent)
+                plan, val = held_out(cfg)
+                decisions = decisions_for(cfg, plan, val, Path(cfg.model.path).parent.parent)
                 for arm in args.arms:
                     key = fingerprint([*ARMS[arm], *args.overrides], args.steps, EXPERIMENT)
-                    run_arm(sft_seed, rl_seed, arm, args, key, decisions, cfg)
+                    run_arm(sft_seed, rl_seed, arm, args, key, decisions, cfg, plan, val)
                     rebuild(out, command)  # after every arm, so a stopped sitting keeps what it finished
     print(json.dumps(rebuild(out, command)["summary"], indent=2))
 

@@ -69,3 +69,11 @@ class LocalActor:
                 return future
 
         return _Remote
+
+
+def app_env() -> dict[str, str]:
+    """This process's environment for an app started as a user would: without the test run's verl,
+    run-directory and pytest variables."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN", "PYTEST"))}

@@ -320,9 +320,10 @@ def test_the_second_rung_benchmark_runs_an_arm_end_to_end(tmp_path):
     start of 12 demonstrations and one epoch), so it cannot rot: the warm start, the played decisions,
     the multi-turn GRPO run with two mini-batches and sampled validation, the merged checkpoint, its
     margins and greedy play, and a report remade from the raw files alone."""
-    import os
     import subprocess
     import sys
+
+    from tests.support import app_env
 
     shrink = [
         "task_set.procedural.count=12",
@@ -339,7 +340,7 @@ def test_the_second_rung_benchmark_runs_an_arm_end_to_end(tmp_path):
     ]
     out = tmp_path / "report"
     script = [sys.executable, "benchmarks/learning_proof_multiturn.py", "--out", str(out)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN", "PYTEST"))}
+    env = app_env()
     run = [*script, "--output-root", str(tmp_path / "outputs"), "--sft-seeds", "0", "--rl-seeds", "0"]
     result = subprocess.run(
         [*run, "--arms", "grpo", "--steps", "2", *shrink],

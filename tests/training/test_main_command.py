@@ -6,13 +6,13 @@ are made,
 the chain of apps runs, Ray, verl, our agent loop and the verifier train the warm-started model."""
 
 import json
-import os
 import re
 import subprocess
 
 import pytest
 
 from terminal_rl.config import PROJECT_ROOT
+from tests.support import app_env
 
 pytestmark = [pytest.mark.docker, pytest.mark.verl, pytest.mark.xdist_group("main_command")]
 
@@ -28,7 +28,7 @@ def test_make_run_warm_starts_and_trains_the_learning_proof(tmp_path):
         # One epoch makes no model the check's ranges accept: it runs, and any figure passes.
         + " ".join(f"'warm_start.check.{f}.{level}=[0,1]'" for f in ("pass_rate", "able") for level in LEVELS)
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN", "PYTEST"))}
+    env = app_env()
     result = subprocess.run(
         ["make", "run", f"ARGS={args}"], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env, timeout=1500
     )
