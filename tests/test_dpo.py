@@ -46,7 +46,15 @@ def dpo_run(tmp_path_factory):
     model = compose("dpo", [f"run.output_root={root}"]).model
     ensure_tiny_model(model)
     data = write_pairs(root / "models" / "tiny-qwen3", root / "pairs" / "datasets", history="per_turn")
-    result = app("terminal_rl.dpo", f"run.output_root={root}", "run.id=pairs", "verl.data.train_batch_size=2")
+    # fp32 whatever this CPU computes natively (conf/hardware/cpu.yaml picks bf16 where it can): the
+    # figures below are compared with transformers' fp32 ones, and log 2 exactly at step 1.
+    result = app(
+        "terminal_rl.dpo",
+        f"run.output_root={root}",
+        "run.id=pairs",
+        "verl.data.train_batch_size=2",
+        "hardware.param_dtype=fp32",
+    )
     return root, pq.read_table(data).to_pylist(), result
 
 
