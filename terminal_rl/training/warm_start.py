@@ -112,15 +112,7 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
             f"enable_thinking={thinking}",
             "sft.min_score=0",
         ],
-        [
-            "sft",
-            *run,
-            f"model={warm.model}",
-            f"model.path={init}",
-            f"hardware={plan.hardware_name}",
-            f"hardware.param_dtype={plan.param_dtype}",
-            f"verl.trainer.total_epochs={warm.epochs}",
-        ],
+        ["sft", *run, *sft_overrides(plan, init)],
     ]
     for app, *args in steps:
         run_app(app, args, root / warm.run_id)
@@ -129,6 +121,21 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     record.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
     check_warm_start(plan, console)
     return model
+
+
+def sft_overrides(plan: WarmStartPlan, init: Path) -> list[str]:
+    """The SFT app's settings in the chain: from the random weights ``init``, the warm start's epochs
+    and learning-rate schedule, the run's hardware and dtype."""
+    warm = SimpleNamespace(**plan.settings)
+    return [
+        f"model={warm.model}",
+        f"model.path={init}",
+        f"hardware={plan.hardware_name}",
+        f"hardware.param_dtype={plan.param_dtype}",
+        f"verl.trainer.total_epochs={warm.epochs}",
+        f"++verl.optim.lr_scheduler_type={warm.lr_scheduler}",
+        f"++verl.optim.lr_warmup_steps_ratio={warm.warmup_ratio}",
+    ]
 
 
 def run_app(app: str, args: list[str], run_dir: Path) -> None:

@@ -81,5 +81,15 @@ def test_async_logs_each_episode_once_and_leaves_no_sandbox(async_run):
         for record in map(json.loads, path.read_text().splitlines())
     ]
     assert len(sessions) >= 8 and len(set(sessions)) == len(sessions)
+    versions = [
+        sample["weights_versions"]
+        for path in (folder / "logs" / "rollouts").glob("train_step*.jsonl")
+        for record in map(json.loads, path.read_text().splitlines())
+        for sample in record["metadata"]["samples"]
+    ]
+    # Stamped by the rollout server on its replies (null where it stamped none, the trainer's fallback):
+    # weights 0 before the first update, 1 after it.
+    assert versions and all(first is not None and 0 <= first <= last <= 1 for first, last in versions), versions
+    assert [0, 0] in versions, versions
     left = docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}=async"]})
     assert left == [], "the groups in flight at the end do not leave their sandboxes behind"

@@ -16,6 +16,7 @@ from terminal_rl.training.warm_start import (
     ensure_warm_start,
     procedural_overrides,
     settings,
+    sft_overrides,
     weights_digest,
 )
 from tests.training.conftest import train_config
@@ -150,3 +151,12 @@ def test_a_single_mistake_share_is_refused_by_name(tmp_path):
     )
     with pytest.raises(ValueError, match=r"warm_start.mistake_share=0.6 must map levels to shares"):
         ensure_warm_start(train_job(cfg).warm_start, Silent())
+
+
+def test_the_sft_app_takes_the_chains_schedule(tmp_path):
+    """The SFT step's overrides compose in the sft app (its verl section is a struct) and reach the
+    optimizer section it hands to verl."""
+    plan = train_job(train_config("experiment=learning_proof", f"run.output_root={tmp_path}")).warm_start
+    sft = compose("sft", ["run.id=warm", f"run.output_root={tmp_path}", *sft_overrides(plan, tmp_path / "init")])
+    assert sft.verl.optim.lr_scheduler_type == "cosine" and sft.verl.optim.lr_warmup_steps_ratio == 0.05
+    assert sft.verl.trainer.total_epochs == 24 and sft.model.path == str(tmp_path / "init")

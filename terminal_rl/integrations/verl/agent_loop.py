@@ -409,17 +409,17 @@ def without_untrained_tail(samples: list[TokenSample]) -> list[TokenSample]:
 def _logged_sample(sample: TokenSample, history: str) -> dict[str, Any]:
     """A training sample as the rollout log keeps it. per_turn prompts are the whole rendered history
     (turns^2/2 tokens an episode, 0.5-1 GB a step at production lengths): their length, digest and
-    turn instead, rebuilt and checked from the messages by whoever reads them (datasets)."""
+    turn instead, rebuilt and checked from the messages by whoever reads them (datasets). Beside them,
+    the first and last weights versions the rollout server stamped on the sample's replies (null: no
+    model turn, or a server that stamps none)."""
+    tokens = {"response_ids": sample.response_ids, "response_mask": sample.response_mask}
+    versions = {"weights_versions": [sample.first_version, sample.last_version]}
     if history != History.PER_TURN:
-        return {
-            "prompt_ids": sample.prompt_ids,
-            "response_ids": sample.response_ids,
-            "response_mask": sample.response_mask,
-        }
+        return {"prompt_ids": sample.prompt_ids, **tokens, **versions}
     return {
         "prompt_tokens": len(sample.prompt_ids),
         "prompt_sha256": prompt_digest(sample.prompt_ids),
         "turn": sample.turn,
-        "response_ids": sample.response_ids,
-        "response_mask": sample.response_mask,
+        **tokens,
+        **versions,
     }
