@@ -1,15 +1,18 @@
-"""``rollouts=async`` end to end on CPU, 2 steps (the asynchronous-rollouts benchmark's smoke:
+"""``rollouts=async`` end to end on CPU, 3 steps (the asynchronous-rollouts benchmark's smoke:
 ``benchmarks/async_rollouts.py``'s experiment, its tasks' checks shortened): verl's colocate_async
 trainer with our trainer steps, agent loop and CPU rollout server, real sandboxes, LoRA (rank 8, its
-weights merged into the rollout server after each update). Each step trains on
-the groups that finished first while the others keep running; what must hold in async mode is read
-from the run's own logs."""
+weights merged into the rollout server after each update). Each step trains on the groups that
+finished first while the others keep running. The run is SIGKILLed once step 2 is checkpointed and
+logged (step 3's groups in flight), and a second launch resumes it for step 3; what must hold in async
+mode is read from the run's own logs."""
 
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -23,39 +26,64 @@ pytestmark = [pytest.mark.docker, pytest.mark.verl]
 STALENESS = "training/off_policy/trajectory_staleness_worst"
 
 
+def step_logged(folder, step: int) -> bool:
+    """Whether ``step`` is checkpointed and its metrics line written."""
+    marker = folder / "checkpoints" / "latest_checkpointed_iteration.txt"
+    if not (marker.is_file() and marker.read_text().strip() == str(step)):
+        return False
+    lines = [line for path in (folder / "logs").glob("metrics.*.jsonl") for line in path.read_text().splitlines()]
+    return any(re.match(rf'{{"step": ?{step},', line) for line in lines)
+
+
+def launch(root, kill_after_step: int | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
+    overrides = [
+        "experiment=async_rollouts",
+        "rollouts=async",
+        "trainer.total_training_steps=3",
+        "trainer.save_freq=1",
+        "async_rollouts.max_staleness=1",
+        "task_set=write_value",
+        "task_set.procedural.count=30",
+        "model.lora.rank=8",
+        f"run.output_root={root}",
+        "run.id=async",
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "terminal_rl.train", *overrides],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        while kill_after_step and process.poll() is None and not step_logged(root / "async", kill_after_step):
+            time.sleep(0.2)
+        if kill_after_step and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=900)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
 @pytest.fixture(scope="module")
 def async_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("async")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "terminal_rl.train",
-            "experiment=async_rollouts",
-            "rollouts=async",
-            "trainer.total_training_steps=2",
-            "async_rollouts.max_staleness=1",
-            "task_set=write_value",
-            "task_set.procedural.count=30",
-            "model.lora.rank=8",
-            f"run.output_root={root}",
-            "run.id=async",
-        ],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    return root / "async", result.stdout
+    killed = launch(root, kill_after_step=2)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-4000:] + killed.stderr[-4000:]
+    resumed = launch(root)
+    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+    return root / "async", killed.stdout + resumed.stdout
 
 
 def test_async_steps_train_on_finished_groups_with_bounded_staleness(async_run):
     folder, console = async_run
     metrics = load_metrics(folder)
-    assert list(metrics.index) == [1, 2]
+    assert list(metrics.index) == [1, 2, 3]
     for step, row in metrics.iterrows():
         # verl's staleness, from the weights versions the rollout server stamped on each reply.
         assert 0 <= row[f"{STALENESS}/mean"] <= row[f"{STALENESS}/max"] <= 1, "max_staleness=1"
@@ -64,11 +92,8 @@ def test_async_steps_train_on_finished_groups_with_bounded_staleness(async_run):
     assert metrics.loc[2, f"{STALENESS}/max"] == 1, (
         "step 2 trained on groups written by the weights before step 1's update: generation ran on while it trained"
     )
-    assert metrics["curriculum/groups_consumed"].sum() <= 2 * 3, (
-        "no more than issued: a prefetched batch and one a step"
-    )
-    steps = [line for line in console.splitlines() if re.match(r"step \d/2 ", line)]
-    assert len(steps) == 2 and all(
+    steps = [line for line in console.splitlines() if re.match(r"step \d/3 ", line)]
+    assert len(steps) == 3 and all(
         re.search(r"\| stale [\d.]+/\d+  in flight \d+ groups while training$", s) for s in steps
     )
 
@@ -80,7 +105,7 @@ def test_async_logs_each_episode_once_and_leaves_no_sandbox(async_run):
         for path in (folder / "logs" / "rollouts").glob("train_step*.jsonl")
         for record in map(json.loads, path.read_text().splitlines())
     ]
-    assert len(sessions) >= 8 and len(set(sessions)) == len(sessions)
+    assert len(sessions) >= 8 and len(set(sessions)) == len(sessions), "a reissued group's killed attempt set aside"
     versions = [
         sample["weights_versions"]
         for path in (folder / "logs" / "rollouts").glob("train_step*.jsonl")
@@ -88,8 +113,21 @@ def test_async_logs_each_episode_once_and_leaves_no_sandbox(async_run):
         for sample in record["metadata"]["samples"]
     ]
     # Stamped by the rollout server on its replies (null where it stamped none, the trainer's fallback):
-    # weights 0 before the first update, 1 after it.
-    assert versions and all(first is not None and 0 <= first <= last <= 1 for first, last in versions), versions
+    # weights 0 before the first update, 1 after it, 2 after the second.
+    assert versions and all(first is not None and 0 <= first <= last <= 2 for first, last in versions), versions
     assert [0, 0] in versions, versions
     left = docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}=async"]})
     assert left == [], "the groups in flight at the end do not leave their sandboxes behind"
+
+
+def test_a_killed_run_resumes_its_groups_in_flight_and_counts_each_once(async_run):
+    """verl restores the checkpoint's prompt groups from TransferQueue and generates again those in
+    flight (``trainer/ppo/v1/trainer_base.py`` l. 900-946); the ledger's record of a group replaces the
+    killed attempt's, so step 3 consumes exactly its batch, as an uninterrupted run does."""
+    folder, _ = async_run
+    log = (folder / "logs" / "train.log").read_text()
+    resumed = log.rsplit("==== terminal_rl launch", 1)[1]
+    [restored] = re.findall(r"Restored (\d+) training prompt groups from TransferQueue", resumed)
+    assert int(restored) >= 1, "the prefetched groups were in the checkpoint"
+    metrics = load_metrics(folder)
+    assert metrics["curriculum/groups_consumed"].tolist() == [2, 2, 2], "train_batch_size groups a step, once each"
