@@ -7,6 +7,7 @@ step, and only then is the job requeued; the next attempt resumes from that chec
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def exchange_folder(run: RunContext) -> Path:
 def request_save(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SAVED).unlink(missing_ok=True)
-    (folder / REQUEST).write_text(f"{time.time()}\n")
+    _write_atomically(folder / REQUEST, f"{time.time()}\n")
 
 
 def save_requested(folder: Path) -> bool:
@@ -34,7 +35,15 @@ def acknowledge(folder: Path, step: int) -> None:
     """The save of ``step`` is on disk: the request is answered (removed first, so a request made
     after this save is never the one removed)."""
     (folder / REQUEST).unlink(missing_ok=True)
-    (folder / SAVED).write_text(f"{step}\n")
+    _write_atomically(folder / SAVED, f"{step}\n")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """``path`` appears with all of ``text`` or not at all: the head polls for it from another process
+    and must never read it half written (an empty file read as a step failed under load)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def clear(folder: Path) -> None:
