@@ -52,6 +52,7 @@ def train_job(cfg: DictConfig) -> TrainJob:
             enable_thinking=bool(cfg.data.apply_chat_template_kwargs.enable_thinking),
             hardware_name=cfg.hardware.name,
             param_dtype=cfg.hardware.param_dtype,
+            sft_lr=float(cfg.model.sft_lr),
         ),
         checkpoints=checkpoint_plan(cfg),
         val_samples_per_row=int(cfg.actor_rollout_ref.rollout.val_kwargs.n),

@@ -59,6 +59,7 @@ class WarmStartPlan:
     enable_thinking: bool
     hardware_name: str
     param_dtype: str
+    sft_lr: float  # model.sft_lr: the SFT's peak learning rate
 
 
 @dataclass(frozen=True)

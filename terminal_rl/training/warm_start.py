@@ -124,14 +124,15 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
 
 
 def sft_overrides(plan: WarmStartPlan, init: Path) -> list[str]:
-    """The SFT app's settings in the chain: from the random weights ``init``, the warm start's epochs
-    and learning-rate schedule, the run's hardware and dtype."""
+    """The SFT app's settings in the chain: from the random weights ``init``, the warm start's epochs,
+    the model preset's peak rate and the warm start's schedule, the run's hardware and dtype."""
     warm = SimpleNamespace(**plan.settings)
     return [
         f"model={warm.model}",
         f"model.path={init}",
         f"hardware={plan.hardware_name}",
         f"hardware.param_dtype={plan.param_dtype}",
+        f"model.sft_lr={plan.sft_lr}",
         f"verl.trainer.total_epochs={warm.epochs}",
         f"++verl.optim.lr_scheduler_type={warm.lr_scheduler}",
         f"++verl.optim.lr_warmup_steps_ratio={warm.warmup_ratio}",
@@ -234,6 +235,7 @@ def settings(plan: WarmStartPlan) -> dict:
         "protocol": plan.protocol,
         "enable_thinking": plan.enable_thinking,
         "param_dtype": plan.param_dtype,
+        "sft_lr": plan.sft_lr,
     }
 
 

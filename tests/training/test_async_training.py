@@ -21,7 +21,8 @@ from terminal_rl.config import PROJECT_ROOT
 from terminal_rl.sandbox.lifecycle.owner import MANAGED, RUN_ID
 from terminal_rl.sandbox.runtime.docker_client import docker_client
 
-pytestmark = [pytest.mark.docker, pytest.mark.verl]
+# Two launches of Ray and verl in one module fixture: more than the suite's default 900 s under load.
+pytestmark = [pytest.mark.docker, pytest.mark.verl, pytest.mark.timeout(1800)]
 
 STALENESS = "training/off_policy/trajectory_staleness_worst"
 
@@ -49,25 +50,28 @@ def launch(root, kill_after_step: int | None = None) -> subprocess.CompletedProc
         f"run.output_root={root}",
         "run.id=async",
     ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "terminal_rl.train", *overrides],
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        while kill_after_step and process.poll() is None and not step_logged(root / "async", kill_after_step):
-            time.sleep(0.2)
-        if kill_after_step and process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate(timeout=900)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    # Output to files, not pipes: nothing reads a pipe while the launch runs, and a full one would stall it.
+    out, err = (root / f"launch{kill_after_step or ''}.{name}" for name in ("out", "err"))
+    with out.open("w") as stdout, err.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "terminal_rl.train", *overrides],
+            cwd=PROJECT_ROOT,
+            stdout=stdout,
+            stderr=stderr,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            while kill_after_step and process.poll() is None and not step_logged(root / "async", kill_after_step):
+                time.sleep(0.2)
+            if kill_after_step and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=900)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(process.args, process.returncode, out.read_text(), err.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +96,12 @@ def test_async_steps_train_on_finished_groups_with_bounded_staleness(async_run):
     assert metrics.loc[2, f"{STALENESS}/max"] == 1, (
         "step 2 trained on groups written by the weights before step 1's update: generation ran on while it trained"
     )
+    # The console prints a step's line when it next reads the metrics (each second): the killed launch
+    # may die before printing step 2's, and the resumed one prints only its own.
     steps = [line for line in console.splitlines() if re.match(r"step \d/3 ", line)]
-    assert len(steps) == 3 and all(
+    assert {s[:8] for s in steps} >= {"step 1/3", "step 3/3"} and all(
         re.search(r"\| stale [\d.]+/\d+  in flight \d+ groups while training$", s) for s in steps
-    )
+    ), steps
 
 
 def test_async_logs_each_episode_once_and_leaves_no_sandbox(async_run):
@@ -113,8 +119,9 @@ def test_async_logs_each_episode_once_and_leaves_no_sandbox(async_run):
         for sample in record["metadata"]["samples"]
     ]
     # Stamped by the rollout server on its replies (null where it stamped none, the trainer's fallback):
-    # weights 0 before the first update, 1 after it, 2 after the second.
-    assert versions and all(first is not None and 0 <= first <= last <= 2 for first, last in versions), versions
+    # weights 0 before the first update, then one more each step (episodes finishing after step 3's
+    # update are logged too).
+    assert versions and all(first is not None and 0 <= first <= last <= 3 for first, last in versions), versions
     assert [0, 0] in versions, versions
     left = docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}=async"]})
     assert left == [], "the groups in flight at the end do not leave their sandboxes behind"

@@ -159,4 +159,5 @@ def test_the_sft_app_takes_the_chains_schedule(tmp_path):
     plan = train_job(train_config("experiment=learning_proof", f"run.output_root={tmp_path}")).warm_start
     sft = compose("sft", ["run.id=warm", f"run.output_root={tmp_path}", *sft_overrides(plan, tmp_path / "init")])
     assert sft.verl.optim.lr_scheduler_type == "cosine" and sft.verl.optim.lr_warmup_steps_ratio == 0.05
+    assert sft.verl.optim.lr == 1e-3, "the model preset's peak rate (tiny_learner)"
     assert sft.verl.trainer.total_epochs == 24 and sft.model.path == str(tmp_path / "init")
