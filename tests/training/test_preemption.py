@@ -8,13 +8,19 @@ import time
 from terminal_rl.training.preemption import acknowledge, clear, request_save, save_requested, wait_for_save
 
 
-def test_the_head_waits_for_the_trainers_save_of_its_current_step(tmp_path):
-    def trainer():  # ends its step, sees the request, saves, answers
-        while not save_requested(tmp_path):
-            time.sleep(0.01)
-        acknowledge(tmp_path, 7)
+def answer_when_asked(folder, step: int, poll_sec: float) -> None:
+    """A trainer in a thread: it ends its step, sees the request, saves and answers with ``step``."""
+
+    def trainer():
+        while not save_requested(folder):
+            time.sleep(poll_sec)
+        acknowledge(folder, step)
 
     threading.Thread(target=trainer).start()
+
+
+def test_the_head_waits_for_the_trainers_save_of_its_current_step(tmp_path):
+    answer_when_asked(tmp_path, 7, poll_sec=0.01)
     request_save(tmp_path)
     assert wait_for_save(tmp_path, 5, poll_sec=0.01) == 7
     assert not save_requested(tmp_path)
@@ -40,12 +46,6 @@ def test_the_head_never_reads_a_half_written_answer(tmp_path):
     it read an empty file, 29 times in 300 such races before the write was made atomic)."""
     for attempt in range(200):
         folder = tmp_path / str(attempt)
-
-        def trainer(folder=folder):
-            while not save_requested(folder):
-                time.sleep(0.0001)
-            acknowledge(folder, 7)
-
-        threading.Thread(target=trainer).start()
+        answer_when_asked(folder, 7, poll_sec=0.0001)
         request_save(folder)
         assert wait_for_save(folder, 5, poll_sec=0.0001) == 7
