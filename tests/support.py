@@ -77,3 +77,12 @@ def app_env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN", "PYTEST"))}
+
+
+def set_verl_cpu_environment(monkeypatch) -> None:
+    """verl reads its platform and plugins from the environment when first imported: set them as a
+    ``hardware=cpu`` run does, before any import of verl in this process."""
+    import os
+
+    monkeypatch.setenv("VERL_PLATFORM", os.environ.get("VERL_PLATFORM", "cpu"))
+    monkeypatch.setenv("VERL_USE_EXTERNAL_MODULES", "terminal_rl.integrations.verl.plugin")

@@ -180,11 +180,11 @@ class TokenSample:
     response_ids: list[int] = field(default_factory=list)
     response_mask: list[int] = field(default_factory=list)
     response_logprobs: list[float] | None = field(default_factory=list)
-    # The weights versions (verl's global step) that wrote the first and the last model turn here.
-    first_version: int | None = None
-    last_version: int | None = None
     # Each model turn's [start, end) in response positions (the model's tokens, as generated).
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
+    # Each model turn's first and last weights versions (verl's global step; a turn resumed on new
+    # weights spans two), as the rollout server stamped its reply; None: the server stamped none.
+    turn_versions: list[tuple[int, int] | None] = field(default_factory=list)
     # The episode's model turn (0-based) this sample's response starts with.
     turn: int = 0
 
@@ -209,9 +209,19 @@ class TokenSample:
         self.turn_spans.append((start, len(self.response_ids)))
         if not token_ids or token_ids[-1] != eos_id:
             self.add([eos_id], 0)
-        if versions is not None:
-            self.first_version = versions[0] if self.first_version is None else self.first_version
-            self.last_version = versions[1]
+        self.turn_versions.append(versions)
+
+    @property
+    def first_version(self) -> int | None:
+        """The weights version that wrote the first stamped model token here."""
+        stamped = [v for v in self.turn_versions if v is not None]
+        return stamped[0][0] if stamped else None
+
+    @property
+    def last_version(self) -> int | None:
+        """The weights version that wrote the last stamped model token here."""
+        stamped = [v for v in self.turn_versions if v is not None]
+        return stamped[-1][1] if stamped else None
 
 
 class TokenHistory:

@@ -63,3 +63,30 @@ def test_an_open_pause_holds_the_deadline_without_spinning():
 
     assert asyncio.run(within_deadline(work(1.4), 0.1, paused)) == "done"
     assert len(asked) <= 4, f"{len(asked)} checks in 1.4 s"
+
+
+@pytest.mark.parametrize("paused_sec", [0.0, 8.0])
+def test_the_wall_clock_budget_leaves_out_paused_time(monkeypatch, paused_sec):
+    """An episode with a 5 s budget whose model call took 10 s of wall clock: spent, unless 8 s of
+    them were the call waiting for generation to resume (the runner's ``leave_out``)."""
+    from types import SimpleNamespace
+
+    from terminal_rl.agent import episode as episode_module
+    from terminal_rl.agent.episode import Episode, EpisodeLimits
+    from terminal_rl.agent.protocols import make_protocol
+    from terminal_rl.tasks.procedural import procedural_tasks
+    from tests.support import SMALL_LIMITS
+
+    clock = [100.0]
+    monkeypatch.setattr(episode_module, "time", SimpleNamespace(monotonic=lambda: clock[0], time=lambda: clock[0]))
+    [task] = procedural_tasks("write_value", 1, 0, ["easy"], SMALL_LIMITS)
+    limits = EpisodeLimits(
+        max_turns=5, max_tokens_per_turn=64, max_context_tokens=4096, max_consecutive_parse_errors=3, wall_clock_sec=5.0
+    )
+    episode = Episode(task, sandbox=None, protocol=make_protocol("bash_only"), limits=limits)
+    asyncio.run(episode.start())
+    clock[0] += 10.0
+    episode.leave_out(paused_sec)
+    outcome = asyncio.run(episode.step("no command here"))
+    assert outcome.done == (paused_sec == 0.0)
+    assert (episode.trajectory.termination == "timeout") == (paused_sec == 0.0), episode.trajectory.termination

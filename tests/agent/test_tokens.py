@@ -18,6 +18,7 @@ from terminal_rl.agent.protocols import make_protocol
 from terminal_rl.agent.tokens import (
     ChatTokenizer,
     SequenceLimits,
+    TokenSample,
     bundled_qwen3_tokenizer_dir,
     drop_earlier_reasoning,
     load_tokenizer,
@@ -175,3 +176,15 @@ def test_context_budget_ends_the_episode(tokenizer):
 
 async def _done(value):
     return value
+
+
+def test_each_model_turn_keeps_the_weights_versions_that_wrote_it():
+    """An append sample of three turns: the first on weights 0, the second aborted and resumed on
+    weights 1 (verl's client stamps it 0..1), the third from a server that stamps none."""
+    sample = TokenSample(prompt_ids=[1])
+    for tokens, versions in (([5, 9], (0, 0)), ([6, 9], (0, 1)), ([7, 9], None)):
+        sample.add_model_turn(tokens, None, versions, eos_id=9)
+        sample.add([4], 0)  # the observation
+    assert sample.turn_versions == [(0, 0), (0, 1), None]
+    assert (sample.first_version, sample.last_version) == (0, 1)
+    assert TokenSample(prompt_ids=[1]).first_version is None

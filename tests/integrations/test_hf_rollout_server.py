@@ -11,13 +11,16 @@ from omegaconf import OmegaConf
 
 from terminal_rl.config import compose
 from terminal_rl.models.tiny import ensure_tiny_model
+from tests.support import set_verl_cpu_environment
 
 pytestmark = pytest.mark.verl
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from terminal_rl.integrations.verl.cpu.rollout import HFServer
+    with pytest.MonkeyPatch.context() as env:
+        set_verl_cpu_environment(env)  # whichever module of this worker imports verl first
+        from terminal_rl.integrations.verl.cpu.rollout import HFServer
 
     root = tmp_path_factory.mktemp("hf_server")
     cfg = compose("train", ["experiment=cpu_smoke", f"run.output_root={root}", "model.path=" + str(root / "tiny")])
@@ -61,3 +64,53 @@ def test_a_rejecting_gate_answers_aborted_at_once(server):
 
     rejected = asyncio.run(main())
     assert rejected.stop_reason == "aborted" and rejected.token_ids == []
+
+
+def test_verls_resuming_client_carries_an_aborted_reply_onto_the_new_weights(server):
+    """A partial rollout as verl's async trainer makes one: verl's own ``FullyAsyncLLMServerClient``
+    (``llm_server.py`` l. 224-349) sends a request, the trainer aborts it mid-decode, pushes weights
+    version 1 and reopens the gate; the client resends the prompt plus the tokens so far and returns
+    one reply stamped with both versions, which our agent loop and token sample record per turn."""
+    from verl.workers.rollout.llm_server import FullyAsyncLLMServerClient
+
+    from terminal_rl.agent.tokens import TokenSample
+    from terminal_rl.integrations.verl.agent_loop import reply_versions
+
+    prompts = []
+
+    async def generate(prompt_ids, **kwargs):
+        prompts.append(list(prompt_ids))
+        return await server.generate(prompt_ids=prompt_ids, **kwargs)
+
+    client = FullyAsyncLLMServerClient(OmegaConf.create({"actor_rollout_ref": {"rollout": {"name": "hf"}}}))
+
+    async def acquire(request_id, **_):
+        return "cpu", type("Handle", (), {"generate": type("Remote", (), {"remote": staticmethod(generate)})})
+
+    client._acquire_server = acquire
+    client._release_server = lambda *a, **k: None
+
+    async def main():
+        server.global_steps = 0
+        eos, server.eos_ids = server.eos_ids, set()  # decode to the limit unless aborted
+        reply = asyncio.ensure_future(
+            client.generate("r", prompt_ids=[1, 2, 3], sampling_params=dict(LONG, max_tokens=60))
+        )
+        await asyncio.sleep(0.3)
+        await server.abort_all_requests()
+        await server.update_weights([(n, p.detach().clone()) for n, p in server.model.named_parameters()])
+        await server.finish_weight_update(1)
+        await server.resume_generation()
+        output = await reply
+        server.eos_ids = eos
+        return output
+
+    output = asyncio.run(main())
+    [first, resumed] = prompts
+    cut = len(resumed) - len(first)
+    assert 0 < cut < 60 and resumed[:3] == [1, 2, 3] and resumed[3:] == output.token_ids[:cut], "resent with its tokens"
+    assert len(output.token_ids) == 60 == len(output.log_probs) and output.stop_reason == "length"
+    assert reply_versions(output.extra_fields) == (0, 1)
+    sample = TokenSample(prompt_ids=[1, 2, 3])
+    sample.add_model_turn(output.token_ids, output.log_probs, reply_versions(output.extra_fields), eos_id=0)
+    assert sample.turn_versions == [(0, 1)] and (sample.first_version, sample.last_version) == (0, 1)

@@ -93,6 +93,9 @@ def test_async_steps_train_on_finished_groups_with_bounded_staleness(async_run):
         assert 0 <= row[f"{STALENESS}/mean"] <= row[f"{STALENESS}/max"] <= 1, "max_staleness=1"
         assert row["rollout_corr/rollout_is_mean"] > 0, "importance weights against the rollout's own log-probs"
         assert row["curriculum/groups_consumed"] >= 2, "the groups the step trained on reached the curriculum"
+    # Step 1's samples are on-policy (weights 0): the rollout's own log-probs match the trainer's
+    # recomputed ones, so the importance weights correct only what staleness moves.
+    assert abs(metrics.loc[1, "rollout_corr/kl"]) < 1e-3, metrics.loc[1, "rollout_corr/kl"]
     assert metrics.loc[2, f"{STALENESS}/max"] == 1, (
         "step 2 trained on groups written by the weights before step 1's update: generation ran on while it trained"
     )
@@ -112,17 +115,21 @@ def test_async_logs_each_episode_once_and_leaves_no_sandbox(async_run):
         for record in map(json.loads, path.read_text().splitlines())
     ]
     assert len(sessions) >= 8 and len(set(sessions)) == len(sessions), "a reissued group's killed attempt set aside"
-    versions = [
-        sample["weights_versions"]
+    samples = [
+        sample
         for path in (folder / "logs" / "rollouts").glob("train_step*.jsonl")
         for record in map(json.loads, path.read_text().splitlines())
         for sample in record["metadata"]["samples"]
     ]
+    versions = [sample["weights_versions"] for sample in samples]
     # Stamped by the rollout server on its replies (null where it stamped none, the trainer's fallback):
     # weights 0 before the first update, then one more each step (episodes finishing after step 3's
     # update are logged too).
     assert versions and all(first is not None and 0 <= first <= last <= 3 for first, last in versions), versions
     assert [0, 0] in versions, versions
+    for sample in samples:  # each model turn tagged; the sample spans its turns
+        turns = sample["turn_versions"]
+        assert turns and None not in turns and [turns[0][0], turns[-1][1]] == sample["weights_versions"], sample
     left = docker_client().containers.list(all=True, filters={"label": [f"{MANAGED}=1", f"{RUN_ID}=async"]})
     assert left == [], "the groups in flight at the end do not leave their sandboxes behind"
 

@@ -163,7 +163,9 @@ def test_verl_loop_append_stream_is_the_template(tmp_path, tokenizer, thinking):
     assert output.extra_fields["min_global_steps"] == 0 and output.extra_fields["max_global_steps"] == 4, (
         "weights versions of the first and the last turn"
     )
-    assert [s["weights_versions"] for s in trajectory["metadata"]["samples"]] == [[0, 4]], "and in the rollout log"
+    [logged] = trajectory["metadata"]["samples"]
+    assert logged["weights_versions"] == [0, 4], "and in the rollout log"
+    assert logged["turn_versions"] == [[0, 1], [2, 2], [3, 3], [4, 4]], "each turn's own, the resumed one spanning two"
     assert output.response_logprobs[: len(scripted_ids(tokenizer)[0])] == [-0.5] * len(scripted_ids(tokenizer)[0])
     recorded = ledger.take_consumed(set())
     assert [(g.task_id, g.masked) for g in recorded] == [(TASK, False)], "the group reached the step ledger"

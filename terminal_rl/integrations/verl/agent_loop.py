@@ -411,9 +411,13 @@ def _logged_sample(sample: TokenSample, history: str) -> dict[str, Any]:
     (turns^2/2 tokens an episode, 0.5-1 GB a step at production lengths): their length, digest and
     turn instead, rebuilt and checked from the messages by whoever reads them (datasets). Beside them,
     the first and last weights versions the rollout server stamped on the sample's replies (null: no
-    model turn, or a server that stamps none)."""
+    model turn, or a server that stamps none), and each model turn's own (a turn resumed on new
+    weights spans two)."""
     tokens = {"response_ids": sample.response_ids, "response_mask": sample.response_mask}
-    versions = {"weights_versions": [sample.first_version, sample.last_version]}
+    versions = {
+        "weights_versions": [sample.first_version, sample.last_version],
+        "turn_versions": [list(v) if v else None for v in sample.turn_versions],
+    }
     if history != History.PER_TURN:
         return {"prompt_ids": sample.prompt_ids, **tokens, **versions}
     return {
