@@ -3,7 +3,9 @@
 made once for the whole step:
 
 * ``claim_refill``: online-variance filtering may drop and refill at most ``max_refills`` groups per
-  training step across all workers (a per-worker count would allow ``max_refills`` x workers);
+  training step across all workers (a per-worker count would allow ``max_refills`` x workers). A claim
+  counts against the step whose sampling evicts the group: verl evicts a dropped group while a step
+  samples, so one scored after step s had its batch (async mode: while step s trains) counts for s + 1;
 * ``record`` / ``take_consumed``: every scored training group, *before* any filtering evicts it, keyed
   by its group id, so the curriculum's advancement gate and the periodic pass-rate tracker see each
   group once, in the step that consumed it (trained on it or evicted it), not the (upward-biased)
@@ -36,8 +38,9 @@ class StepLedger:
         self._refills: Counter[int] = Counter()
         self._groups: dict[str, GroupRecord] = {}
 
-    def begin_step(self, step: int) -> None:
-        """The training step now sampling: refills claimed from here on count against it."""
+    def refills_count_for(self, step: int) -> None:
+        """Refills claimed from here on count against ``step``: the next step to sample (set when a step
+        begins and, in async mode, when a step has its batch)."""
         self.step = step
 
     def claim_refill(self) -> bool:

@@ -17,11 +17,13 @@ def test_online_variance_follows_the_reward_in_use():
 
 
 def test_refills_are_bounded_per_step_across_workers():
+    """Claims count against the step whose sampling evicts the group: step 7's while it samples; in
+    async mode, once step 7 has its batch (the trainer's on_sample_end), step 8's."""
     ledger = StepLedger(max_refills=2)
-    ledger.begin_step(7)
+    ledger.refills_count_for(7)
     # Several workers claim in the same step: only two claims succeed, whoever makes them.
     assert [ledger.claim_refill() for _ in range(4)] == [True, True, False, False]
-    ledger.begin_step(8)
+    ledger.refills_count_for(8)  # step 7 sampled: scored while it trains or as step 8 samples, one budget
     assert [ledger.claim_refill() for _ in range(3)] == [True, True, False], "a new step, new claims"
 
 

@@ -82,7 +82,7 @@ class TerminalSteps:
     """Our bookkeeping on one of verl's v1 trainers (mixed in before it)."""
 
     def on_step_begin(self):
-        ray.get(ledger(self._run_id()).begin_step.remote(self.global_steps))
+        ray.get(ledger(self._run_id()).refills_count_for.remote(self.global_steps))
         super().on_step_begin()
 
     def step(self, metrics, timing_raw):
@@ -112,10 +112,12 @@ class TerminalSteps:
             print(f"saved step {self.global_steps} for the job's requeue", flush=True)
 
     def on_sample_end(self):
-        """The step has its batch; in async mode verl now pauses generation until the update is done.
+        """The step has its batch. In async mode a group dropped from here on is evicted when the next
+        step samples, and its refill counts there; verl now pauses generation until the update is done.
         The pause is recorded from here (episode budgets and group barriers leave it out), with the
         groups still generating while the actor trains."""
         if self.trainer_mode != "sync":
+            ray.get(ledger(self._run_id()).refills_count_for.remote(self.global_steps + 1))
             self._in_flight = len(in_flight_prompts())
             ray.get(generation_pauses(self._run_id()).pause.remote(time.time()))
         super().on_sample_end()
