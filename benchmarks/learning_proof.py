@@ -301,9 +301,12 @@ def plot(arms: list[dict], path: Path) -> None:
         ax.plot(
             steps,
             [arm["held_out_pass_rate"][s] for s in steps],
-            marker="o",
+            # The async arm hollow and on top, so it shows where it matches its seed's treatment.
+            marker={"treatment": "o", "control": "s", "async": "^"}[arm["arm"]],
+            markerfacecolor="white" if arm["arm"] == "async" else colours(arm["seed"]),
+            zorder=3 if arm["arm"] == "async" else 2,
             color=colours(arm["seed"]),
-            linewidth=4.5 - 1.4 * rank,
+            linewidth=(4.5 - 1.4 * rank) * (0.5 if arm["arm"] == "async" else 1),
             markersize=11 - 3 * rank,
             linestyle={"treatment": "-", "control": "--", "async": ":"}[arm["arm"]],
             label=f"seed {arm['seed']} {arm['arm']}",
