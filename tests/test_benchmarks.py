@@ -167,7 +167,7 @@ def test_the_fingerprint_follows_each_arms_settings():
     assert key != learning_proof.fingerprint(learning_proof.ARMS["control"], 20)  # algorithm=grpo_shuffled is in it
     assert key != learning_proof.fingerprint(learning_proof.ARMS["async"], 20)  # rollouts=async is in it
     assert key != learning_proof.fingerprint([], 10)
-    assert key != learning_proof.fingerprint(["actor_rollout_ref.actor.optim.lr=3e-4"], 20)
+    assert key != learning_proof.fingerprint(["actor_rollout_ref.actor.optim.lr=1e-4"], 20)
     assert key != learning_proof.fingerprint([], 20, "learning_proof_multiturn")
 
 
