@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from terminal_rl.tasks.model import Limits
 from terminal_rl.tasks.task_set import task_set_config
 from tests.fake_llm_server import FakeLLMServer
 from tests.judge.conftest import verdict
-from tests.support import ENGINES
+from tests.support import ENGINES, launch_training
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LIMITS = EpisodeLimits(max_turns=20, max_tokens_per_turn=4000, max_context_tokens=32768, max_consecutive_parse_errors=3)
@@ -172,33 +170,20 @@ def fault_task_csv(tbrl_csv: Path, out: Path) -> Path:
 
 
 def train_cpu_smoke(root, *overrides, timeout=1500, kill_when=None):
-    """Run ``python -m terminal_rl.train`` on the CPU smoke experiment; ``kill_when(root)`` (polled)
-    SIGKILLs the run and everything it started when it returns true."""
-    import signal
-
+    """Run ``python -m terminal_rl.train`` on the CPU smoke experiment (output in ``root``/launch<n>.out
+    and .err); ``kill_when(root)`` (polled) SIGKILLs the run and everything it started when it returns true."""
     started = time.monotonic()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
-    env["PYTHONPATH"] = str(PROJECT_ROOT)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "terminal_rl.train", *CPU_SMOKE_RUN, f"run.output_root={root}", *overrides],
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**env, "TERMINAL_RL_FAULT_TASK": SESSION_FAULT},
-        start_new_session=True,
+    env.update(PYTHONPATH=str(PROJECT_ROOT), TERMINAL_RL_FAULT_TASK=SESSION_FAULT)
+    launches = len(list(Path(root).glob("launch*.out")))
+    result = launch_training(
+        [*CPU_SMOKE_RUN, f"run.output_root={root}", *overrides],
+        Path(root) / f"launch{launches + 1}",
+        env=env,
+        kill_when=None if kill_when is None else lambda: kill_when(root),
+        timeout=timeout,
     )
-    if kill_when is not None:
-        while process.poll() is None and not kill_when(root):
-            time.sleep(0.2)
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr), time.monotonic() - started
+    return result, time.monotonic() - started
 
 
 _JUDGE_CALLS = itertools.count(1)

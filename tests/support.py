@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 from dataclasses import replace
 
 from terminal_rl.agent.tokens import bundled_qwen3_tokenizer_dir
@@ -86,3 +87,40 @@ def set_verl_cpu_environment(monkeypatch) -> None:
 
     monkeypatch.setenv("VERL_PLATFORM", os.environ.get("VERL_PLATFORM", "cpu"))
     monkeypatch.setenv("VERL_USE_EXTERNAL_MODULES", "terminal_rl.integrations.verl.plugin")
+
+
+def launch_training(
+    overrides: list[str], logs, *, env: dict[str, str], kill_when=None, timeout: float = 1500
+) -> subprocess.CompletedProcess:
+    """``python -m terminal_rl.train *overrides`` as its own process group; its output goes to files
+    ``logs``.out/.err (nothing reads a pipe while it runs: a full one would stall it). ``kill_when()``
+    (polled) SIGKILLs the run and everything it started when it returns true."""
+    import os
+    import signal
+    import sys
+    import time
+    from pathlib import Path
+
+    from terminal_rl.config import PROJECT_ROOT
+
+    out, err = Path(f"{logs}.out"), Path(f"{logs}.err")
+    with out.open("w") as stdout, err.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "terminal_rl.train", *overrides],
+            cwd=PROJECT_ROOT,
+            stdout=stdout,
+            stderr=stderr,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            while kill_when is not None and process.poll() is None and not kill_when():
+                time.sleep(0.2)
+            if kill_when is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=timeout)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(process.args, process.returncode, out.read_text(), err.read_text())
