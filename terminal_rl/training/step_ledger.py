@@ -5,7 +5,9 @@ made once for the whole step:
 * ``claim_refill``: online-variance filtering may drop and refill at most ``max_refills`` groups per
   training step across all workers (a per-worker count would allow ``max_refills`` x workers). A claim
   counts against the step whose sampling evicts the group: verl evicts a dropped group while a step
-  samples, so one scored after step s had its batch (async mode: while step s trains) counts for s + 1;
+  samples, so in async mode one scored after step s had its batch (while step s trains) counts for
+  s + 1 (a group scored between verl's last poll and the trainer's ``on_sample_end`` still counts for
+  s: a step may evict a few more);
 * ``record`` / ``take_consumed``: every scored training group, *before* any filtering evicts it, keyed
   by its group id, so the curriculum's advancement gate and the periodic pass-rate tracker see each
   group once, in the step that consumed it (trained on it or evicted it), not the (upward-biased)

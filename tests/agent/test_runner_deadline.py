@@ -65,28 +65,51 @@ def test_an_open_pause_holds_the_deadline_without_spinning():
     assert len(asked) <= 4, f"{len(asked)} checks in 1.4 s"
 
 
-@pytest.mark.parametrize("paused_sec", [0.0, 8.0])
-def test_the_wall_clock_budget_leaves_out_paused_time(monkeypatch, paused_sec):
-    """An episode with a 5 s budget whose model call took 10 s of wall clock: spent, unless 8 s of
-    them were the call waiting for generation to resume (the runner's ``leave_out``)."""
+@pytest.mark.parametrize("paused", [0.0, 9.5])
+def test_the_wall_clock_budget_leaves_out_paused_time(monkeypatch, paused):
+    """An episode with a 5 s budget whose model call takes 10 s of wall clock: spent at its first turn,
+    unless 9.5 s of them were the call waiting for generation to resume (``paused_sec``, asked by the
+    runner after each reply); then it runs on to its parse-error limit."""
+    from contextlib import asynccontextmanager
     from types import SimpleNamespace
 
     from terminal_rl.agent import episode as episode_module
-    from terminal_rl.agent.episode import Episode, EpisodeLimits
+    from terminal_rl.agent import runner
+    from terminal_rl.agent.episode import EpisodeLimits
+    from terminal_rl.agent.policies.base import Reply
     from terminal_rl.agent.protocols import make_protocol
+    from terminal_rl.agent.runner import run_episode
     from terminal_rl.tasks.procedural import procedural_tasks
     from tests.support import SMALL_LIMITS
 
     clock = [100.0]
     monkeypatch.setattr(episode_module, "time", SimpleNamespace(monotonic=lambda: clock[0], time=lambda: clock[0]))
+
+    async def verify(sandbox, task):  # no sandbox here: the verdict is not what this test reads
+        return SimpleNamespace(to_dict=dict)
+
+    monkeypatch.setattr(runner, "verify", verify)
+
+    class Session:
+        async def reply(self, messages, max_tokens):
+            clock[0] += 10.0
+            return Reply("no command here")
+
+    async def paused_sec():
+        return paused * (clock[0] - 100.0) / 10.0  # this share of each call's 10 s
+
+    class Factory:
+        @asynccontextmanager
+        async def task_sandbox(self, task, rollout_id):
+            yield None  # bash_only shows no terminal screen; unparseable turns run no command
+
     [task] = procedural_tasks("write_value", 1, 0, ["easy"], SMALL_LIMITS)
     limits = EpisodeLimits(
-        max_turns=5, max_tokens_per_turn=64, max_context_tokens=4096, max_consecutive_parse_errors=3, wall_clock_sec=5.0
+        max_turns=5, max_tokens_per_turn=64, max_context_tokens=4096, max_consecutive_parse_errors=3, wall_clock_sec=5
     )
-    episode = Episode(task, sandbox=None, protocol=make_protocol("bash_only"), limits=limits)
-    asyncio.run(episode.start())
-    clock[0] += 10.0
-    episode.leave_out(paused_sec)
-    outcome = asyncio.run(episode.step("no command here"))
-    assert outcome.done == (paused_sec == 0.0)
-    assert (episode.trajectory.termination == "timeout") == (paused_sec == 0.0), episode.trajectory.termination
+    policy = SimpleNamespace(name="scripted", session=lambda task: Session())
+    trajectory = asyncio.run(
+        run_episode(task, Factory(), make_protocol("bash_only"), policy, limits, deadline_sec=60, paused_sec=paused_sec)
+    )
+    expected = ("timeout", 1) if paused == 0.0 else ("parse_errors", 3)
+    assert (trajectory.termination, len(trajectory.turns)) == expected, trajectory.termination

@@ -93,9 +93,10 @@ def test_wait_trains_a_group_that_finished_beside_a_full_batch_one_step_past_the
     groups issued at step 1, the one left out of step 3's batch is trained at step 4, 3 steps stale."""
     store = FakeTransferQueue({"first": (1, "finished"), "second": (1, "finished")})
     sampler = buffer(monkeypatch, "wait", store, [])
-    assert len(trained(sampler.sample(global_steps=3, partition_id="train", batch_size=1)[0])) == 1
+    at_bound = trained(sampler.sample(global_steps=3, partition_id="train", batch_size=1)[0])
     batch, metrics = sampler.sample(global_steps=4, partition_id="train", batch_size=1)
-    assert len(trained(batch)) == 1 and "training/off_policy/evicted_samples" not in metrics
+    assert len(at_bound) == len(trained(batch)) == 1 and at_bound | trained(batch) == {"first", "second"}
+    assert "training/off_policy/evicted_samples" not in metrics, "trained, not dropped"
 
 
 def test_drop_replaces_a_finished_group_past_the_bound_and_trains_one_at_it(monkeypatch):

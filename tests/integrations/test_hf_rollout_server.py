@@ -18,26 +18,44 @@ pytestmark = pytest.mark.verl
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    # verl picks its platform, and loads our plugin, from the environment: set for the module's tests.
     with pytest.MonkeyPatch.context() as env:
-        set_verl_cpu_environment(env)  # whichever module of this worker imports verl first
+        set_verl_cpu_environment(env)
         from terminal_rl.integrations.verl.cpu.rollout import HFServer
 
-    root = tmp_path_factory.mktemp("hf_server")
-    cfg = compose("train", ["experiment=cpu_smoke", f"run.output_root={root}", "model.path=" + str(root / "tiny")])
-    ensure_tiny_model(cfg.model)
-    OmegaConf.resolve(cfg)
-    rollout = cfg.actor_rollout_ref.rollout
-    return HFServer(rollout, cfg.actor_rollout_ref.model, rollout_mode=None, replica_rank=0)
+        root = tmp_path_factory.mktemp("hf_server")
+        cfg = compose("train", ["experiment=cpu_smoke", f"run.output_root={root}", "model.path=" + str(root / "tiny")])
+        ensure_tiny_model(cfg.model)
+        OmegaConf.resolve(cfg)
+        rollout = cfg.actor_rollout_ref.rollout
+        yield HFServer(rollout, cfg.actor_rollout_ref.model, rollout_mode=None, replica_rank=0)
 
 
 LONG = {"temperature": 1.0, "max_tokens": 4000, "logprobs": True}
+
+
+async def until_decoded(server, tokens: int = 5) -> None:
+    """Until the request being decoded has ``tokens`` tokens (counted at the server's sampler), so an
+    abort finds some out whatever the machine's load."""
+    picked, pick = [0], server._pick
+
+    def counting(*args):
+        picked[0] += 1
+        return pick(*args)
+
+    server._pick = counting
+    try:
+        while picked[0] < tokens:
+            await asyncio.sleep(0.01)
+    finally:
+        del server._pick  # the class's own again
 
 
 def test_an_abort_returns_the_tokens_so_far_and_parks_later_requests(server):
     async def main():
         eos, server.eos_ids = server.eos_ids, set()  # decode until the limit or the abort
         decoding = asyncio.ensure_future(server.generate([1, 2, 3], dict(LONG), "a"))
-        await asyncio.sleep(0.5)
+        await until_decoded(server)
         aborted = await server.abort_all_requests()
         partial = await decoding
         parked = asyncio.ensure_future(server.generate([1, 2, 3], {"max_tokens": 4}, "b"))
@@ -90,13 +108,14 @@ def test_verls_resuming_client_carries_an_aborted_reply_onto_the_new_weights(ser
     client._acquire_server = acquire
     client._release_server = lambda *a, **k: None
 
+    limit = 400  # some decoded before the abort, the rest after it
+
     async def main():
         server.global_steps = 0
         eos, server.eos_ids = server.eos_ids, set()  # decode to the limit unless aborted
-        reply = asyncio.ensure_future(
-            client.generate("r", prompt_ids=[1, 2, 3], sampling_params=dict(LONG, max_tokens=60))
-        )
-        await asyncio.sleep(0.3)
+        params = dict(LONG, max_tokens=limit)
+        reply = asyncio.ensure_future(client.generate("r", prompt_ids=[1, 2, 3], sampling_params=params))
+        await until_decoded(server)
         await server.abort_all_requests()
         await server.update_weights([(n, p.detach().clone()) for n, p in server.model.named_parameters()])
         await server.finish_weight_update(1)
@@ -108,8 +127,8 @@ def test_verls_resuming_client_carries_an_aborted_reply_onto_the_new_weights(ser
     output = asyncio.run(main())
     [first, resumed] = prompts
     cut = len(resumed) - len(first)
-    assert 0 < cut < 60 and resumed[:3] == [1, 2, 3] and resumed[3:] == output.token_ids[:cut], "resent with its tokens"
-    assert len(output.token_ids) == 60 == len(output.log_probs) and output.stop_reason == "length"
+    assert 0 < cut < limit and resumed[:3] == [1, 2, 3] and resumed[3:] == output.token_ids[:cut], "resent with them"
+    assert len(output.token_ids) == limit == len(output.log_probs) and output.stop_reason == "length"
     assert reply_versions(output.extra_fields) == (0, 1)
     sample = TokenSample(prompt_ids=[1, 2, 3])
     sample.add_model_turn(output.token_ids, output.log_probs, reply_versions(output.extra_fields), eos_id=0)
