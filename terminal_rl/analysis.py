@@ -39,9 +39,15 @@ def columns(metrics: pd.DataFrame, prefix: str, suffix: str = "") -> pd.DataFram
 
 def validation_score(key: str) -> tuple[str, str, str] | None:
     """``(source, "test score" | "pass rate", "mean@k")`` for verl's validation metrics
-    ``val-core/<source>/acc/mean@k`` and ``val-aux/<source>/pass/mean@k``; None for any other key."""
+    ``val-core/<source>/acc/mean@k`` and ``val-aux/<source>/pass/mean@k``; None for any other key (with
+    k > 1 samples a task, verl logs ``std@k`` beside ``mean@k``: a spread, not a score)."""
     parts = key.split("/")
-    if len(parts) == 4 and parts[0] in ("val-core", "val-aux") and parts[2] in ("acc", "pass"):
+    if (
+        len(parts) == 4
+        and parts[0] in ("val-core", "val-aux")
+        and parts[2] in ("acc", "pass")
+        and parts[3].startswith("mean@")
+    ):
         return parts[1], "test score" if parts[2] == "acc" else "pass rate", parts[3]
     return None
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from terminal_rl.analysis import columns, failure_modes, load_metrics, load_trajectories
+from terminal_rl.analysis import columns, failure_modes, load_metrics, load_trajectories, validation_score
 
 
 def write_lines(path, records):
@@ -76,3 +76,12 @@ def test_trajectories_and_failure_modes(run_dir):
 def test_a_folder_without_metrics_is_named_in_the_error(tmp_path):
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
         load_metrics(tmp_path)
+
+
+def test_validation_scores_are_verls_means_never_its_spread():
+    """With 4 samples a task verl logs ``std@4`` beside ``mean@4`` (the second rung's first run showed
+    its 0.068 spread as the pass rate); best/worst-of-n keys have another shape."""
+    assert validation_score("val-aux/inbox_value/pass/mean@4") == ("inbox_value", "pass rate", "mean@4")
+    assert validation_score("val-core/tbrl/acc/mean@1") == ("tbrl", "test score", "mean@1")
+    assert validation_score("val-aux/inbox_value/pass/std@4") is None
+    assert validation_score("val-core/inbox_value/acc/best@4/mean") is None
