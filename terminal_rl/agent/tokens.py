@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -210,6 +210,19 @@ class TokenSample:
         if not token_ids or token_ids[-1] != eos_id:
             self.add([eos_id], 0)
         self.turn_versions.append(versions)
+
+    def truncated(self, length: int) -> TokenSample:
+        """This sample with its response cut at ``length`` tokens (verl's response length): the model
+        turns that start inside it, the last one's span clipped."""
+        kept = [i for i, (start, _) in enumerate(self.turn_spans) if start < length]
+        return replace(
+            self,
+            response_ids=self.response_ids[:length],
+            response_mask=self.response_mask[:length],
+            response_logprobs=None if self.response_logprobs is None else self.response_logprobs[:length],
+            turn_spans=[(self.turn_spans[i][0], min(self.turn_spans[i][1], length)) for i in kept],
+            turn_versions=[self.turn_versions[i] for i in kept],
+        )
 
     @property
     def first_version(self) -> int | None:

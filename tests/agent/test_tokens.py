@@ -188,3 +188,18 @@ def test_each_model_turn_keeps_the_weights_versions_that_wrote_it():
     assert sample.turn_versions == [(0, 0), (0, 1), None]
     assert (sample.first_version, sample.last_version) == (0, 1)
     assert TokenSample(prompt_ids=[1]).first_version is None
+
+
+def test_a_sample_cut_at_verls_response_length_keeps_the_turns_inside_it():
+    """Two turns at response positions [0, 2) and [3, 5) (an observation token between): cut at 4,
+    the second is clipped; cut at 3, it is gone, with its weights versions."""
+    sample = TokenSample(prompt_ids=[1])
+    sample.add_model_turn([5, 9], [-0.1, -0.2], (0, 0), eos_id=9)
+    sample.add([4], 0)
+    sample.add_model_turn([6, 9], [-0.3, -0.4], (1, 2), eos_id=9)
+    clipped = sample.truncated(4)
+    assert clipped.response_ids == [5, 9, 4, 6] and clipped.response_logprobs == [-0.1, -0.2, 0.0, -0.3]
+    assert clipped.turn_spans == [(0, 2), (3, 4)] and clipped.last_version == 2
+    cut = sample.truncated(3)
+    assert cut.turn_spans == [(0, 2)] and cut.turn_versions == [(0, 0)] and cut.last_version == 0
+    assert sample.turn_spans == [(0, 2), (3, 5)], "the sample itself unchanged"

@@ -30,7 +30,7 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -307,15 +307,7 @@ class TerminalAgentLoop(AgentLoopBase):
             )
             samples = [TokenSample(prompt)]
             samples[0].add([chat.eos_id], 0)
-        return [
-            replace(
-                s,
-                response_ids=s.response_ids[:length],
-                response_mask=s.response_mask[:length],
-                response_logprobs=None if s.response_logprobs is None else s.response_logprobs[:length],
-            )
-            for s in samples
-        ]
+        return [s.truncated(length) for s in samples]
 
     def _outputs(
         self,
