@@ -173,8 +173,7 @@ def train_cpu_smoke(root, *overrides, timeout=1500, kill_when=None):
     """Run ``python -m terminal_rl.train`` on the CPU smoke experiment (output in ``root``/launch<n>.out
     and .err); ``kill_when(root)`` (polled) SIGKILLs the run and everything it started when it returns true."""
     started = time.monotonic()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
-    env.update(PYTHONPATH=str(PROJECT_ROOT), TERMINAL_RL_FAULT_TASK=SESSION_FAULT)
+    env = {"PYTHONPATH": str(PROJECT_ROOT), "TERMINAL_RL_FAULT_TASK": SESSION_FAULT}
     launches = len(list(Path(root).glob("launch*.out")))
     result = launch_training(
         [*CPU_SMOKE_RUN, f"run.output_root={root}", *overrides],

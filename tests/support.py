@@ -90,11 +90,12 @@ def set_verl_cpu_environment(monkeypatch) -> None:
 
 
 def launch_training(
-    overrides: list[str], logs, *, env: dict[str, str], kill_when=None, timeout: float = 1500
+    overrides: list[str], logs, *, env: dict[str, str] | None = None, kill_when=None, timeout: float = 1500
 ) -> subprocess.CompletedProcess:
-    """``python -m terminal_rl.train *overrides`` as its own process group; its output goes to files
-    ``logs``.out/.err (nothing reads a pipe while it runs: a full one would stall it). ``kill_when()``
-    (polled) SIGKILLs the run and everything it started when it returns true."""
+    """``python -m terminal_rl.train *overrides`` as its own process group, in ``app_env()`` plus
+    ``env``; its output goes to files ``logs``.out/.err (nothing reads a pipe while it runs: a full one
+    would stall it). ``kill_when()`` (polled) SIGKILLs the run and everything it started when it
+    returns true."""
     import os
     import signal
     import sys
@@ -111,7 +112,7 @@ def launch_training(
             stdout=stdout,
             stderr=stderr,
             text=True,
-            env=env,
+            env={**app_env(), **(env or {})},
             start_new_session=True,
         )
         try:

@@ -227,14 +227,12 @@ class TokenSample:
     @property
     def first_version(self) -> int | None:
         """The weights version that wrote the first stamped model token here."""
-        stamped = [v for v in self.turn_versions if v is not None]
-        return stamped[0][0] if stamped else None
+        return next((v[0] for v in self.turn_versions if v is not None), None)
 
     @property
     def last_version(self) -> int | None:
         """The weights version that wrote the last stamped model token here."""
-        stamped = [v for v in self.turn_versions if v is not None]
-        return stamped[-1][1] if stamped else None
+        return next((v[1] for v in reversed(self.turn_versions) if v is not None), None)
 
 
 class TokenHistory:

@@ -7,7 +7,6 @@ logged (step 3's groups in flight), and a second launch resumes it for step 3; w
 mode is read from the run's own logs."""
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -35,7 +34,6 @@ def step_logged(folder, step: int) -> bool:
 
 
 def launch(root, kill_after_step: int | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "TERMINAL_RL_RUN"))}
     overrides = [
         "experiment=async_rollouts",
         "rollouts=async",
@@ -52,9 +50,7 @@ def launch(root, kill_after_step: int | None = None) -> subprocess.CompletedProc
         "run.id=async",
     ]
     kill_when = (lambda: step_logged(root / "async", kill_after_step)) if kill_after_step else None
-    return launch_training(
-        overrides, root / f"launch{kill_after_step or ''}", env=env, kill_when=kill_when, timeout=900
-    )
+    return launch_training(overrides, root / f"launch{kill_after_step or ''}", kill_when=kill_when, timeout=900)
 
 
 @pytest.fixture(scope="module")
