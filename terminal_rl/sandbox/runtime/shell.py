@@ -170,12 +170,18 @@ class ShellSession:
             pass
 
     async def _kill(self, seq: int, capture: OutputCapture, state: dict[str, int]) -> None:
+        """Kill the command's process group, then read to a fresh marker: the shell can reap the
+        job and print its done marker while a killed child's last write is still landing, so
+        output after the done marker still belongs to this command, not the next one."""
         try:
             async with asyncio.timeout(_KILL_GRACE_SEC):
                 while "P" not in state:
                     await self._read_chunk(seq, capture, state)
                 await self._killer(state["P"])
                 await self._read_until_done(seq, capture, state)
+                self._seq += 1
+                self._writer.write(f"printf '%sR%s 0\\n' \"$__trl_mark\" {self._seq}\n".encode())
+                await self._read_until_done(self._seq, capture, {})
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError) as error:
             raise SessionBroken(f"shell did not recover after killing a timed-out command: {error!r}") from error
 
