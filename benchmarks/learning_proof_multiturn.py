@@ -187,6 +187,8 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
         *args.overrides,
     ]
     print(f"== {run_name(sft_seed, rl_seed)} {arm}: {' '.join(overrides)}", flush=True)
+    marker = run_dir / "checkpoints" / "latest_checkpointed_iteration.txt"
+    resumed_from = int(marker.read_text()) if marker.is_file() else 0
     start = time.time()
     command = [sys.executable, "-m", "terminal_rl.train", f"experiment={EXPERIMENT}", *overrides]
     if subprocess.run(command, cwd=ROOT).returncode != 0:
@@ -224,7 +226,9 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
         "arm": arm,
         "fingerprint": key,
         "command": " ".join(command[2:]),
+        # This sitting's minutes: an arm resumed from a checkpoint (step > 0) ran its first steps earlier.
         "minutes": minutes,
+        "resumed_from_step": resumed_from,
     }
     (raw / "arm.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
@@ -264,7 +268,12 @@ def summary(arms: list[dict]) -> dict:
     runs = sorted({a["run"] for a in arms})
     done = [r for r in runs if all((r, arm) in by for arm in ARMS)]
     change = {arm: {r: by[r, arm]["change"] for r in done} for arm in ARMS}
-    minutes = {r: sum(by[r, arm]["minutes"] for arm in ARMS) for r in done}
+    # A run's time only where every arm ran in one sitting (a resumed arm's minutes miss its first steps).
+    minutes = {
+        r: sum(by[r, arm]["minutes"] for arm in ARMS)
+        for r in done
+        if not any(by[r, arm].get("resumed_from_step") for arm in ARMS)
+    }
     report = {"runs_done": done, "runs_pending": [r for r in runs if r not in done], "change": change}
     if not done:
         return report
@@ -279,7 +288,7 @@ def summary(arms: list[dict]) -> dict:
             "mt_grpo_at_least_grpo": mean["mt_grpo"] >= mean["grpo"],
             "shuffled_flat": max(abs(v) for v in change["shuffled"].values()) <= TARGETS["control_change_max"],
             "negated_falls_every_run": max(change["negated"].values()) < 0,
-            "minutes_per_run": max(minutes.values()) <= TARGETS["minutes_per_run_max"],
+            "minutes_per_run": max(minutes.values()) <= TARGETS["minutes_per_run_max"] if minutes else None,
         },
     }
 

@@ -256,7 +256,7 @@ multiturn = importlib.util.module_from_spec(multiturn_spec)
 multiturn_spec.loader.exec_module(multiturn)
 
 
-def raw_arm(root, run, arm, curve, minutes=20.0, margin=(-3.0, -1.0)):
+def raw_arm(root, run, arm, curve, minutes=20.0, margin=(-3.0, -1.0), resumed_from_step=0):
     """One arm's raw files as run_arm writes them: metrics as verl logs them, validation episodes."""
     raw = root / f"{run}_{arm}"
     (raw / "logs").mkdir(parents=True)
@@ -272,6 +272,7 @@ def raw_arm(root, run, arm, curve, minutes=20.0, margin=(-3.0, -1.0)):
     level = {"pass_rate": 0.5, "able": 1.0, "episodes": 40}
     (raw / "greedy.json").write_text(json.dumps({"0": {"easy": level, "hard": dict(level, pass_rate=0.0)}}))
     record = {"run": run, "arm": arm, "fingerprint": "f", "minutes": minutes, "sft_seed": 0, "rl_seed": 0}
+    record["resumed_from_step"] = resumed_from_step
     (raw / "arm.json").write_text(json.dumps(record))
     return raw
 
@@ -310,6 +311,15 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
     }
     assert json.loads(tmp_path.with_suffix(".json").read_text()) == json.loads(json.dumps(report))
     assert Image.open(tmp_path.with_suffix(".png")).size[0] > 800, "two panels: pass rate and margin"
+
+
+def test_a_run_with_an_arm_resumed_across_sittings_has_no_time(tmp_path):
+    """A resumed arm's minutes are its last sitting's: summed, they would understate the run's time."""
+    for arm in multiturn.ARMS:
+        raw_arm(tmp_path, "sft0_rl0", arm, {0: 0.3, 20: 0.5}, resumed_from_step=10 if arm == "grpo" else 0)
+    summary = multiturn.rebuild(tmp_path.parent / tmp_path.name, "benchmarks/learning_proof_multiturn.py")["summary"]
+    assert summary["runs_done"] == ["sft0_rl0"]
+    assert summary["minutes_per_run"] == {} and summary["met"]["minutes_per_run"] is None
 
 
 @pytest.mark.docker
