@@ -17,6 +17,9 @@ stay flat) and ``negated`` (rewards negated: must fall). Per arm, from logged da
 - KL to the warm start, gradient norm, mean |advantage|, PPO clip fraction, and turn-credit spread
   (``mt_grpo``), means over steps.
 
+Before a run's arms, the warm start's folder-step margin is measured and held against ``--min-margin``:
+a step GRPO never samples gets no advantage, so a warm start that leaves it out of reach stops the run.
+
 Each finished arm's raw figures go to ``benchmarks/results/learning_proof_multiturn/<run>_<arm>/`` (``--out``)
 (metrics per step in ``logs/``, validation episodes' scores, margins, greedy figures, the arm's record); the JSON and
 PNG are made from those files alone, so ``--rebuild`` remakes them on any machine. Resumable per run and
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -137,6 +141,17 @@ def margin_at(model_dir: Path, decisions) -> float:
     model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
     values = margins(model, decisions)
     return sum(values) / len(values)
+
+
+def reachable(margin: float, minimum: float, run: str) -> None:
+    """Stop before any arm when the warm start leaves the folder step out of sampling's reach: a step
+    GRPO never samples gets no advantage (margin in nats, mean over the held-out hard tasks)."""
+    if margin < minimum:
+        raise SystemExit(
+            f"{run}: the warm start's folder-step margin is {margin:.1f} nats, below --min-margin {minimum:g}: "
+            f"sampling would take the step about once in {math.exp(-margin):.0f} hard episodes, so GRPO "
+            "cannot find it; change the warm start's design (experiments/learning_proof_multiturn/README.md)"
+        )
 
 
 def merged_checkpoint(run_dir: Path, step: int, output_root: Path) -> Path:
@@ -341,6 +356,13 @@ def main() -> None:
     parser.add_argument("--rl-seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument(
+        "--min-margin",
+        type=float,
+        default=-4.0,
+        help="the least folder-step margin (nats) a warm start may leave: at -4 a sampled hard episode takes "
+        "the step about 1 time in 55, found within a few steps of ~11 hard episodes",
+    )
     parser.add_argument("--output-root", type=Path, default=ROOT / "outputs")
     parser.add_argument(
         "--out", type=Path, default=RESULTS / EXPERIMENT, help="the report (.json, .png) and its raw folder"
@@ -360,6 +382,7 @@ def main() -> None:
                 warm_start(cfg)
                 plan, val = held_out(cfg)
                 decisions = decisions_for(cfg, plan, val, Path(cfg.model.path).parent.parent)
+                reachable(margin_at(Path(cfg.model.path), decisions), args.min_margin, run_name(sft_seed, rl_seed))
                 for arm in args.arms:
                     key = fingerprint([*ARMS[arm], *args.overrides], args.steps, EXPERIMENT)
                     run_arm(sft_seed, rl_seed, arm, args, key, decisions, cfg, plan, val)

@@ -313,6 +313,14 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
     assert Image.open(tmp_path.with_suffix(".png")).size[0] > 800, "two panels: pass rate and margin"
 
 
+def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark():
+    multiturn.reachable(-3.9, -4.0, "sft0_rl0")
+    with pytest.raises(
+        SystemExit, match=r"sft0_rl0: .* margin is -13.1 nats, below --min-margin -4: .* once in 488942 "
+    ):
+        multiturn.reachable(-13.1, -4.0, "sft0_rl0")
+
+
 def test_a_run_with_an_arm_resumed_across_sittings_has_no_time(tmp_path):
     """A resumed arm's minutes are its last sitting's: summed, they would understate the run's time."""
     for arm in multiturn.ARMS:
@@ -352,6 +360,7 @@ def test_the_second_rung_benchmark_runs_an_arm_end_to_end(tmp_path):
     script = [sys.executable, "benchmarks/learning_proof_multiturn.py", "--out", str(out)]
     env = app_env()
     run = [*script, "--output-root", str(tmp_path / "outputs"), "--sft-seeds", "0", "--rl-seeds", "0"]
+    run.append("--min-margin=-inf")  # a one-epoch model's folder step is far out of reach: the plumbing runs
     result = subprocess.run(
         [*run, "--arms", "grpo", "--steps", "2", *shrink],
         cwd=PROJECT_ROOT,

@@ -4,7 +4,8 @@ The chain is our own apps, each in its own process and each resumable:
 0. ``python -m terminal_rl.models.tiny``: the ``model`` preset's random model (and tokenizer), its
    weights drawn with ``warm_start.seed`` into ``<run>/init``;
 1. demonstrations: the train split's solutions as model turns (``tasks/demonstrations.py``,
-   a disclosed ``mistake_share`` per level of them wrong in a plausible way, drawn with the seed);
+   a disclosed ``mistake_share`` per level of them wrong in a plausible way, drawn with the seed),
+   of the levels in ``demonstrated_levels`` (all when unset: a level left out is never shown);
 2. ``python -m terminal_rl.evaluate policy=scripted``: played in real sandboxes and verified, so the
    records carry real observations and scores;
 3. ``python -m terminal_rl.datasets``: SFT records in the training rendering;
@@ -75,6 +76,7 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
         shutil.rmtree(root / warm.run_id / folder, ignore_errors=True)
     (root / warm.run_id / CHECK_FILE).unlink(missing_ok=True)
     train, _, _ = train_and_val(plan.task_set)
+    train = demonstrated(train, plan.settings.get("demonstrated_levels"), warm.mistake_share)
     shares = {level: float(share) for level, share in warm.mistake_share.items()}
     scripts = demonstrations(train, plan.protocol, shares, int(warm.seed))
     script_file = root / warm.run_id / "demonstrations.json"
@@ -224,6 +226,20 @@ def check_overrides(plan: WarmStartPlan, val: list, results: Path) -> list[str]:
         f"concurrency={warm.concurrency}",
         f"results_file={results}",
     ]
+
+
+def demonstrated(tasks: list, levels, mistake_share) -> list:
+    """The tasks of the ``levels`` demonstrated (None: every level)."""
+    if levels is None:
+        return tasks
+    known = {task.difficulty.value for task in tasks}
+    if unknown := sorted(set(levels) - known):
+        raise ValueError(f"warm_start.demonstrated_levels names {unknown}; the task set's levels are {sorted(known)}")
+    if undemonstrated := sorted(level for level, share in mistake_share.items() if share and level not in levels):
+        raise ValueError(
+            f"warm_start.mistake_share names {undemonstrated}, not in warm_start.demonstrated_levels={list(levels)}"
+        )
+    return [task for task in tasks if task.difficulty.value in levels]
 
 
 def settings(plan: WarmStartPlan) -> dict:

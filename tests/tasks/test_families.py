@@ -76,7 +76,8 @@ def test_every_family_fails_untouched_and_mistaken_and_passes_with_its_solution(
 
 def test_inbox_value_takes_dependent_turns_and_hides_the_folder_step_on_hard():
     """The inbox file's name and word are only in its files (a listing, then a read, finds them); the
-    folder to make is asked for on medium, unsaid on hard, and the mistake (easy's commands) skips it."""
+    folder to make is asked for on medium, unsaid on hard. Medium's mistake makes the folder and files
+    the inbox file's name (no write fails in it); hard's is easy's commands, whose write fails."""
     tasks = {t.difficulty.value: t for t in procedural_tasks("inbox_value", 3, 0, LEVELS, SMALL_LIMITS)}
     for level, task in tasks.items():
         [(inbox_file, word)] = [(path, text.decode().strip()) for path, text in task.files.items() if "/inbox/" in path]
@@ -87,5 +88,11 @@ def test_inbox_value_takes_dependent_turns_and_hides_the_folder_step_on_hard():
     assert "/app/out/.keep" in tasks["easy"].files and "mistake" not in tasks["easy"].metadata
     assert "create it first" in tasks["medium"].prompt and "create" not in tasks["hard"].prompt
     for level in ("medium", "hard"):
-        assert "mkdir -p /app/out" in tasks[level].solution and "mkdir" not in tasks[level].metadata["mistake"]
+        assert "mkdir -p /app/out" in tasks[level].solution
         assert not any(path.startswith("/app/out/") for path in tasks[level].files)
+    medium = tasks["medium"].metadata["mistake"].splitlines()
+    [stem] = [path.rsplit("/", 1)[1].removesuffix(".txt") for path in tasks["medium"].files if "/inbox/" in path]
+    assert medium[:3] == tasks["medium"].solution.splitlines()[:3] and medium[3].startswith(f"echo {stem} > ")
+    assert tasks["hard"].metadata["mistake"].splitlines() == [
+        line for line in tasks["hard"].solution.splitlines() if not line.startswith("mkdir")
+    ]

@@ -13,6 +13,7 @@ from terminal_rl.tasks.task_set import task_set_config
 from terminal_rl.training import warm_start
 from terminal_rl.training.warm_start import (
     check_overrides,
+    demonstrated,
     ensure_warm_start,
     procedural_overrides,
     settings,
@@ -151,6 +152,21 @@ def test_a_single_mistake_share_is_refused_by_name(tmp_path):
     )
     with pytest.raises(ValueError, match=r"warm_start.mistake_share=0.6 must map levels to shares"):
         ensure_warm_start(train_job(cfg).warm_start, Silent())
+
+
+def test_the_second_rung_demonstrates_easy_and_medium_and_never_hard():
+    """experiment=learning_proof_multiturn: no hard task is demonstrated (the failed write is a state SFT
+    never shows); every level's tasks are when demonstrated_levels is unset (the first rung)."""
+    cfg = train_config("experiment=learning_proof_multiturn", "task_set.procedural.count=30")
+    train, _, _ = train_and_val(task_set_config(cfg.task_set))
+    warm = cfg.warm_start
+    shown = demonstrated(train, warm.demonstrated_levels, warm.mistake_share)
+    assert {t.difficulty.value for t in shown} == {"easy", "medium"} and len(shown) == 20
+    assert demonstrated(train, None, {"hard": 0.7}) == train
+    with pytest.raises(ValueError, match=r"mistake_share names \['hard'\], not in warm_start.demonstrated_levels"):
+        demonstrated(train, ["easy", "medium"], {"medium": 0.8, "hard": 1.0})
+    with pytest.raises(ValueError, match=r"demonstrated_levels names \['expert'\]; the task set's levels are"):
+        demonstrated(train, ["easy", "expert"], {})
 
 
 def test_the_sft_app_takes_the_chains_schedule(tmp_path):

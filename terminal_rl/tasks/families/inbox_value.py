@@ -9,10 +9,14 @@ printed: list, read, write. The levels differ in the folder the word is filed in
 - hard: it does not, and the instruction, worded as easy's, does not say so: the write fails with
   ``No such file or directory`` and the agent must create the folder and write again.
 
-The plausible mistake is easy's three commands on any level (on hard: the failed write, then done). A
-warm start demonstrated with the mistake on every hard task has seen ``mkdir -p`` only where an
-instruction asked for it, and never the recovery from the failed write: that step is left for
-reinforcement learning to find, with partial credit (the folder, the file, the word) as its gradient.
+Plausible mistakes: on medium, the folder made and the inbox file's name written instead of its word
+(the file and folder tests pass, the word's fails); on hard, easy's three commands (the write fails,
+then done). A warm start demonstrated on easy and medium only has seen ``mkdir -p`` only where an
+instruction asked for it and has never seen a write fail: what it does after the failed write on hard
+is not pinned by any demonstration, and the recovery is left for reinforcement learning to find, with
+partial credit (the folder, the file, the word) as its gradient. (Demonstrating hard with its mistake
+pinned ``<done/>`` after the failed write at -13 nats against the folder step, and 20 GRPO steps never
+found it: experiments/learning_proof_multiturn/README.md.)
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         instruction += f" The folder {OUT} does not exist yet: create it first."
     find_and_read = f"ls {INBOX}\ncat {inbox_file}\n"
     write = f"echo {word} > {target}\n"
+    file_stem = inbox_file.rsplit("/", 1)[1].removesuffix(".txt")
     mkdir = "" if level is Difficulty.EASY else f"mkdir -p {OUT}\n"
     tests = {
         "test_file_exists": (0.3, f'assert os.path.isfile("{target}")'),
@@ -61,6 +66,9 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         {name: weight for name, (weight, _) in tests.items()},
         find_and_read + mkdir + write,
         ("multi-turn", "write"),
-        # Easy's commands: right on easy (no mistake there), the write fails where the folder is missing.
-        None if level is Difficulty.EASY else find_and_read + write,
+        {
+            Difficulty.EASY: None,
+            Difficulty.MEDIUM: find_and_read + mkdir + f"echo {file_stem} > {target}\n",
+            Difficulty.HARD: find_and_read + write,  # easy's commands: the write fails
+        }[level],
     )
