@@ -17,8 +17,9 @@ stay flat) and ``negated`` (rewards negated: must fall). Per arm, from logged da
 - KL to the warm start, gradient norm, mean |advantage|, PPO clip fraction, and turn-credit spread
   (``mt_grpo``), means over steps.
 
-Before a run's arms, the warm start's folder-step margin is measured and held against ``--min-margin``:
-a step GRPO never samples gets no advantage, so a warm start that leaves it out of reach stops the run.
+Before a run's arms, the warm start's probability of the folder step after the failed write is measured
+and held against ``--min-log-prob``: a step GRPO never samples gets no advantage, so a warm start that
+leaves it out of reach stops the benchmark.
 
 Each finished arm's raw figures go to ``benchmarks/results/learning_proof_multiturn/<run>_<arm>/`` (``--out``)
 (metrics per step in ``logs/``, validation episodes' scores, margins, greedy figures, the arm's record); the JSON and
@@ -143,14 +144,27 @@ def margin_at(model_dir: Path, decisions) -> float:
     return sum(values) / len(values)
 
 
-def reachable(margin: float, minimum: float, run: str) -> None:
-    """Stop before any arm when the warm start leaves the folder step out of sampling's reach: a step
-    GRPO never samples gets no advantage (margin in nats, mean over the held-out hard tasks)."""
-    if margin < minimum:
+def reach_at(model_dir: Path, decisions) -> float:
+    """log of the mean probability (over the held-out hard tasks) that a sampled episode takes the
+    folder step after the failed write: the rate at which GRPO's rollouts can find it."""
+    from transformers import AutoModelForCausalLM
+
+    from terminal_rl.training.action_margin import right_log_probs
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
+    values = right_log_probs(model, decisions)
+    return math.log(sum(math.exp(v) for v in values) / len(values))
+
+
+def reachable(log_prob: float, minimum: float, run: str) -> None:
+    """Stop the benchmark before any arm when the warm start leaves the folder step out of sampling's
+    reach: a step GRPO never samples gets no advantage. ``log_prob``: ``reach_at``'s, nats."""
+    if not log_prob >= minimum:  # NaN too
         raise SystemExit(
-            f"{run}: the warm start's folder-step margin is {margin:.1f} nats, below --min-margin {minimum:g}: "
-            f"sampling would take the step about once in {math.exp(-margin):.0f} hard episodes, so GRPO "
-            "cannot find it; change the warm start's design (experiments/learning_proof_multiturn/README.md)"
+            f"{run}: the warm start takes the folder step with log-probability {log_prob:.1f} after the failed "
+            f"write, below --min-log-prob {minimum:g}: about once in {math.exp(min(-log_prob, 700.0)):.3g} hard "
+            "episodes, so GRPO cannot find it; change the warm start's design "
+            "(experiments/learning_proof_multiturn/README.md)"
         )
 
 
@@ -241,6 +255,7 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
         "arm": arm,
         "fingerprint": key,
         "command": " ".join(command[2:]),
+        "benchmark_command": args.command,
         # This sitting's minutes: an arm resumed from a checkpoint (step > 0) ran its first steps earlier.
         "minutes": minutes,
         "resumed_from_step": resumed_from,
@@ -290,6 +305,7 @@ def summary(arms: list[dict]) -> dict:
         if not any(by[r, arm].get("resumed_from_step") for arm in ARMS)
     }
     report = {"runs_done": done, "runs_pending": [r for r in runs if r not in done], "change": change}
+    report["runs_untimed_resumed"] = sorted(set(done) - set(minutes))
     if not done:
         return report
     mean = {arm: sum(values.values()) / len(done) for arm, values in change.items()}
@@ -339,11 +355,13 @@ def plot(arms: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def rebuild(out: Path, command: str) -> dict:
-    """The JSON and PNG from the raw files alone."""
+def rebuild(out: Path) -> dict:
+    """The JSON and PNG from the raw files alone; ``commands``: the benchmark's invocations that made
+    the arms."""
     folder = raw_folder(out)
     arms = [arm_figures(record.parent) for record in sorted(folder.glob("*/arm.json"))]
-    report = {"command": command, "targets": TARGETS, "summary": summary(arms), "arms": arms}
+    commands = sorted({arm["benchmark_command"] for arm in arms})
+    report = {"commands": commands, "targets": TARGETS, "summary": summary(arms), "arms": arms}
     out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     if arms:
         plot(arms, out.with_suffix(".png"))
@@ -357,11 +375,12 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument(
-        "--min-margin",
+        "--min-log-prob",
         type=float,
         default=-4.0,
-        help="the least folder-step margin (nats) a warm start may leave: at -4 a sampled hard episode takes "
-        "the step about 1 time in 55, found within a few steps of ~11 hard episodes",
+        help="the least log-probability (nats) of the folder step after the failed write a warm start may "
+        "leave: at -4 a sampled hard episode takes it about 1 time in 55, found within a few steps of ~11 "
+        "hard episodes each",
     )
     parser.add_argument("--output-root", type=Path, default=ROOT / "outputs")
     parser.add_argument(
@@ -371,9 +390,10 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="more train overrides, for every run")
     args = parser.parse_args()
     out = args.out
-    command = " ".join(
+    args.command = " ".join(
         ["benchmarks/learning_proof_multiturn.py", "--sft-seeds", *map(str, args.sft_seeds), "--rl-seeds"]
-        + [*map(str, args.rl_seeds), "--steps", str(args.steps), *args.overrides]
+        + [*map(str, args.rl_seeds), "--arms", *args.arms, "--steps", str(args.steps)]
+        + [f"--min-log-prob={args.min_log_prob:g}", *args.overrides]
     )
     if not args.rebuild:
         for sft_seed in args.sft_seeds:
@@ -382,12 +402,12 @@ def main() -> None:
                 warm_start(cfg)
                 plan, val = held_out(cfg)
                 decisions = decisions_for(cfg, plan, val, Path(cfg.model.path).parent.parent)
-                reachable(margin_at(Path(cfg.model.path), decisions), args.min_margin, run_name(sft_seed, rl_seed))
+                reachable(reach_at(Path(cfg.model.path), decisions), args.min_log_prob, run_name(sft_seed, rl_seed))
                 for arm in args.arms:
                     key = fingerprint([*ARMS[arm], *args.overrides], args.steps, EXPERIMENT)
                     run_arm(sft_seed, rl_seed, arm, args, key, decisions, cfg, plan, val)
-                    rebuild(out, command)  # after every arm, so a stopped sitting keeps what it finished
-    print(json.dumps(rebuild(out, command)["summary"], indent=2))
+                    rebuild(out)  # after every arm, so a stopped sitting keeps what it finished
+    print(json.dumps(rebuild(out)["summary"], indent=2))
 
 
 if __name__ == "__main__":

@@ -272,7 +272,7 @@ def raw_arm(root, run, arm, curve, minutes=20.0, margin=(-3.0, -1.0), resumed_fr
     level = {"pass_rate": 0.5, "able": 1.0, "episodes": 40}
     (raw / "greedy.json").write_text(json.dumps({"0": {"easy": level, "hard": dict(level, pass_rate=0.0)}}))
     record = {"run": run, "arm": arm, "fingerprint": "f", "minutes": minutes, "sft_seed": 0, "rl_seed": 0}
-    record["resumed_from_step"] = resumed_from_step
+    record |= {"resumed_from_step": resumed_from_step, "benchmark_command": f"learning_proof_multiturn.py {arm}"}
     (raw / "arm.json").write_text(json.dumps(record))
     return raw
 
@@ -297,8 +297,9 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
     for arm, curve in curves.items():
         raw_arm(tmp_path, "sft0_rl0", arm, curve)
     raw_arm(tmp_path, "sft0_rl1", "grpo", {0: 0.3, 20: 0.2})
-    report = multiturn.rebuild(tmp_path.parent / tmp_path.name, "benchmarks/learning_proof_multiturn.py")
+    report = multiturn.rebuild(tmp_path.parent / tmp_path.name)
     summary = report["summary"]
+    assert report["commands"] == [f"learning_proof_multiturn.py {arm}" for arm in sorted(curves)], "each arm's own"
     assert summary["runs_done"] == ["sft0_rl0"] and summary["runs_pending"] == ["sft0_rl1"]
     assert summary["mean_change"]["grpo"] == pytest.approx(0.2) and summary["minutes_per_run"] == {"sft0_rl0": 80.0}
     assert summary["met"] == {
@@ -315,19 +316,19 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
 
 def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark():
     multiturn.reachable(-3.9, -4.0, "sft0_rl0")
-    with pytest.raises(
-        SystemExit, match=r"sft0_rl0: .* margin is -13.1 nats, below --min-margin -4: .* once in 488942 "
-    ):
-        multiturn.reachable(-13.1, -4.0, "sft0_rl0")
+    for log_prob, rate in ((-13.1, "4.89e\\+05"), (-5000.0, "1.01e\\+304"), (float("nan"), "nan")):
+        with pytest.raises(SystemExit, match=rf"sft0_rl0: .* below --min-log-prob -4: about once in {rate} hard"):
+            multiturn.reachable(log_prob, -4.0, "sft0_rl0")
 
 
 def test_a_run_with_an_arm_resumed_across_sittings_has_no_time(tmp_path):
     """A resumed arm's minutes are its last sitting's: summed, they would understate the run's time."""
     for arm in multiturn.ARMS:
         raw_arm(tmp_path, "sft0_rl0", arm, {0: 0.3, 20: 0.5}, resumed_from_step=10 if arm == "grpo" else 0)
-    summary = multiturn.rebuild(tmp_path.parent / tmp_path.name, "benchmarks/learning_proof_multiturn.py")["summary"]
+    summary = multiturn.rebuild(tmp_path.parent / tmp_path.name)["summary"]
     assert summary["runs_done"] == ["sft0_rl0"]
     assert summary["minutes_per_run"] == {} and summary["met"]["minutes_per_run"] is None
+    assert summary["runs_untimed_resumed"] == ["sft0_rl0"]
 
 
 @pytest.mark.docker
@@ -360,7 +361,7 @@ def test_the_second_rung_benchmark_runs_an_arm_end_to_end(tmp_path):
     script = [sys.executable, "benchmarks/learning_proof_multiturn.py", "--out", str(out)]
     env = app_env()
     run = [*script, "--output-root", str(tmp_path / "outputs"), "--sft-seeds", "0", "--rl-seeds", "0"]
-    run.append("--min-margin=-inf")  # a one-epoch model's folder step is far out of reach: the plumbing runs
+    run.append("--min-log-prob=-inf")  # a one-epoch model's folder step is far out of reach: the plumbing runs
     result = subprocess.run(
         [*run, "--arms", "grpo", "--steps", "2", *shrink],
         cwd=PROJECT_ROOT,

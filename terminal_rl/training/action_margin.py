@@ -48,6 +48,14 @@ def margins(model, decisions: list[Decision]) -> list[float]:
         return [_log_prob(model, d.prefix, d.right) - _log_prob(model, d.prefix, d.wrong) for d in decisions]
 
 
+def right_log_probs(model, decisions: list[Decision]) -> list[float]:
+    """log p(right | prefix) per decision (nats), at temperature 1: how often sampling takes the right
+    action there, whatever else competes with it. (The prefix may end inside the model turn, on tokens
+    both actions share; their probability, near 1 for a tag every turn opens with, is not counted.)"""
+    with torch.no_grad():
+        return [_log_prob(model, d.prefix, d.right) for d in decisions]
+
+
 def _log_prob(model, prefix: list[int], continuation: list[int]) -> float:
     ids = torch.tensor([prefix + continuation])
     logits = model(input_ids=ids).logits[0, len(prefix) - 1 : -1].float()

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from terminal_rl.agent.tokens import ChatTokenizer, bundled_qwen3_tokenizer_dir, load_tokenizer, replay
-from terminal_rl.training.action_margin import decision, margins
+from terminal_rl.training.action_margin import decision, margins, right_log_probs
 
 WRONG, RIGHT = "<done/>", "<command>mkdir -p /app/out</command>"
 PLAYED = [
@@ -45,7 +45,7 @@ def test_a_decision_is_the_trained_tokens_of_both_replies_split_where_they_diffe
         decision(PLAYED[:2], RIGHT, chat, "append")
 
 
-def test_the_margin_is_the_difference_of_the_two_sequences_log_probabilities(chat):
+def test_the_margin_and_the_right_actions_log_probability_match_hugging_faces_cross_entropy(chat):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
@@ -71,3 +71,7 @@ def test_the_margin_is_the_difference_of_the_two_sequences_log_probabilities(cha
     [margin] = margins(model, [made])
     assert margin == pytest.approx(expected, abs=1e-3)
     assert margin != pytest.approx(0.0, abs=1e-3), "a random model prefers one reply"
+    # The right action's own probability after the prefix: the whole sequence's less the prefix's.
+    [right] = right_log_probs(model, [made])
+    assert right == pytest.approx(total_log_prob(made.prefix + made.right) - total_log_prob(made.prefix), abs=1e-3)
+    assert right < 0

@@ -33,7 +33,7 @@ from terminal_rl.sandbox.lifecycle.owner import Owner
 from terminal_rl.sandbox.runtime.docker_client import AsyncDocker, docker_client
 from terminal_rl.sandbox.runtime.files import ContainerFiles
 from terminal_rl.sandbox.runtime.network import ensure_egress_network
-from terminal_rl.sandbox.runtime.shell import STATE_DIR_PREFIX, CommandResult, ShellSession
+from terminal_rl.sandbox.runtime.shell import STATE_DIR_PREFIX, CommandResult, SessionBroken, ShellSession
 from terminal_rl.sandbox.runtime.terminal import Terminal
 from terminal_rl.sandbox.verify.toolchain import PREFIX, PYTHON, Toolchain, ensure_toolchain
 from terminal_rl.sandbox.verify.verifier_container import run_verifier_container
@@ -280,13 +280,15 @@ class SandboxFactory:
 
         async def kill(pgid: int) -> None:
             # SIGKILL is delivered asynchronously: wait (up to 5 s) until the group is gone, so the
-            # next command never sees the killed one's processes.
-            await opened["control"].run(
+            # next command never sees the killed one's processes, nor their output (ShellSession._kill).
+            result = await opened["control"].run(
                 f"kill -KILL -- -{pgid} 2>/dev/null; for _ in $(seq 100); do kill -0 -- -{pgid} 2>/dev/null "
-                "|| break; sleep 0.05; done; true",
+                f"|| break; sleep 0.05; done; ! kill -0 -- -{pgid} 2>/dev/null",
                 timeout=30,
                 inline=True,
             )
+            if result.exit_code != 0:
+                raise SessionBroken(f"process group {pgid} outlived SIGKILL by 5 s")
 
         def open_shell(killer=None):
             return ShellSession.open(

@@ -12,7 +12,9 @@ session shell itself.
 
 Protocol: the command is sent as a quoted heredoc, so no quoting of the agent's text is ever needed.
 The shell answers with marker lines ``<MARK>P<seq> <pid>`` (job started) and ``<MARK>R<seq> <rc>``
-(job done); the marker is random per session.
+(job done); the marker is random per session. After a timeout's kill, a last marker under the next
+seq is read too: the killer returns once the job's process group is gone, and output a killed child
+wrote after the done marker still belongs to the killed command.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class ShellSession:
         tail_bytes: int,
         killer: Callable[[int], Awaitable[None]] | None,
     ):
+        """``killer(pgid)`` kills a timed-out command's process group and returns once it is gone (or
+        raises ``SessionBroken``); None: a timeout breaks the session."""
         self._reader = reader
         self._writer = writer
         self._head_bytes = head_bytes

@@ -40,7 +40,8 @@ def test_output_a_killed_command_writes_after_its_done_marker_stays_with_it():
 
         async def killer(pgid: int) -> None:
             assert pgid == 42
-            reader.feed_data(frame(b"y\n" * 5 + marker("R", 1, 137) + b"y\n" * 3))
+            reader.feed_data(frame(b"y\n" * 5 + marker("R", 1, 137)))
+            reader.feed_data(frame(b"y\n" * 3))  # a killed child's last write, after the done marker
 
         shell = ScriptedShell(reader, [])
         session = ShellSession(reader, shell, head_bytes=1000, tail_bytes=1000, killer=killer)
