@@ -17,6 +17,9 @@ stay flat) and ``negated`` (rewards negated: must fall). Per arm, from logged da
 - KL to the warm start, gradient norm, mean |advantage|, PPO clip fraction, and turn-credit spread
   (``mt_grpo``), means over steps.
 
+The step-0 validation (the warm start, the same for every arm of a run) is played once per run: later
+arms take it from the run's first finished arm (``step_zero_from`` in their records).
+
 Before a run's arms, the warm start's probability of the folder step after the failed write is measured
 and held against ``--min-log-prob``: a step GRPO never samples gets no advantage, so a warm start that
 leaves it out of reach stops the benchmark.
@@ -37,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -44,6 +49,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from learning_proof import fingerprint, warm_start  # noqa: E402
 
 from terminal_rl.analysis import load_metrics, load_trajectories, validation_score  # noqa: E402
+from terminal_rl.training.warm_start import weights_digest  # noqa: E402
 
 EXPERIMENT = "learning_proof_multiturn"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -195,6 +201,24 @@ def raw_folder(out: Path) -> Path:
     return out.parent / out.stem
 
 
+def step_zero_arm(folder: Path, run: str, arm: str, weights: str) -> Path | None:
+    """A finished arm of ``run`` (raw folder) whose step 0 played these warm-start weights: every arm of a
+    run starts from them on the same held-out tasks, so one step-0 validation serves all (480 episodes,
+    7 min, saved per later arm)."""
+    for other in ARMS:
+        record = folder / f"{run}_{other}" / "arm.json"
+        if other != arm and record.is_file() and json.loads(record.read_text()).get("warm_start_weights") == weights:
+            return record.parent
+    return None
+
+
+def with_step_zero_of(shared: Path, metrics: pd.DataFrame, episodes: list[dict]) -> tuple[pd.DataFrame, list[dict]]:
+    """An arm's metrics (step-indexed) and validation episodes with step 0's taken from ``shared``'s raw files."""
+    step_zero = [json.loads(line) for line in (shared / "validation.jsonl").read_text().splitlines()]
+    metrics = pd.concat([load_metrics(shared).loc[[0]], metrics.drop(index=0, errors="ignore")])
+    return metrics, [e for e in step_zero if e["step"] == 0] + [e for e in episodes if e["step"] != 0]
+
+
 def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cfg, plan, val) -> dict:
     """Train the arm (resuming a stopped one), then write its raw figures; returns its record."""
     raw = raw_folder(args.out) / f"{run_name(sft_seed, rl_seed)}_{arm}"
@@ -207,12 +231,15 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
         raise SystemExit(f"{run_dir} holds a run under other settings: move it aside, or pass --output-root")
     run_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(key)
+    weights = weights_digest(Path(cfg.model.path))
+    shared = step_zero_arm(raw.parent, run_name(sft_seed, rl_seed), arm, weights)
     overrides = [
         f"run.id={run_id}",
         f"run.output_root={args.output_root}",
         *run_overrides(sft_seed, rl_seed),
         f"trainer.total_training_steps={args.steps}",
         *ARMS[arm],
+        *(["trainer.val_before_train=false"] if shared else []),
         *args.overrides,
     ]
     print(f"== {run_name(sft_seed, rl_seed)} {arm}: {' '.join(overrides)}", flush=True)
@@ -223,7 +250,14 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
     if subprocess.run(command, cwd=ROOT).returncode != 0:
         raise SystemExit(f"{run_id} failed: see {run_dir / 'logs' / 'train.log'}")
     minutes = (time.time() - start) / 60
+    levels = {task.id: task.difficulty.value for task in val}
+    episodes = [
+        {"step": int(row.step), "task_id": row.task_id, "level": levels[row.task_id], "score": row.score}
+        for row in load_trajectories(run_dir).query("split == 'val'").itertuples()
+    ]
     metrics = load_metrics(run_dir)
+    if shared:
+        metrics, episodes = with_step_zero_of(shared, metrics, episodes)
     steps = sorted(sampled_curve(metrics))
     if not steps or steps[0] != 0 or steps[-1] != args.steps:
         raise SystemExit(f"{run_id}: no held-out pass rate at step 0 and {args.steps} in {run_dir}/logs")
@@ -236,16 +270,7 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
     with (raw / "logs" / "metrics.raw.jsonl").open("w") as out:
         for step, row in metrics.select_dtypes("number").iterrows():
             out.write(json.dumps({"step": int(step), "data": row.dropna().to_dict()}) + "\n")
-    levels = {task.id: task.difficulty.value for task in val}
-    val = load_trajectories(run_dir).query("split == 'val'")
-    with (raw / "validation.jsonl").open("w") as out:
-        for row in val.itertuples():
-            out.write(
-                json.dumps(
-                    {"step": int(row.step), "task_id": row.task_id, "level": levels[row.task_id], "score": row.score}
-                )
-                + "\n"
-            )
+    (raw / "validation.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
     (raw / "margins.json").write_text(json.dumps({s: margin_at(m, decisions) for s, m in models.items()}) + "\n")
     (raw / "greedy.json").write_text(json.dumps(greedy) + "\n")
     record = {
@@ -259,6 +284,8 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
         # This sitting's minutes: an arm resumed from a checkpoint (step > 0) ran its first steps earlier.
         "minutes": minutes,
         "resumed_from_step": resumed_from,
+        "step_zero_from": shared.name if shared else None,
+        "warm_start_weights": weights,
     }
     (raw / "arm.json").write_text(json.dumps(record, indent=1) + "\n")
     return record

@@ -4,6 +4,7 @@ held-out curves read from a run's metrics as verl logs them, the targets judged 
 import importlib.util
 import json
 
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -273,6 +274,7 @@ def raw_arm(root, run, arm, curve, minutes=20.0, margin=(-3.0, -1.0), resumed_fr
     (raw / "greedy.json").write_text(json.dumps({"0": {"easy": level, "hard": dict(level, pass_rate=0.0)}}))
     record = {"run": run, "arm": arm, "fingerprint": "f", "minutes": minutes, "sft_seed": 0, "rl_seed": 0}
     record |= {"resumed_from_step": resumed_from_step, "benchmark_command": f"learning_proof_multiturn.py {arm}"}
+    record["warm_start_weights"] = "w0"
     (raw / "arm.json").write_text(json.dumps(record))
     return raw
 
@@ -319,6 +321,22 @@ def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark()
     for log_prob, rate in ((-13.1, "4.89e\\+05"), (-5000.0, "1.01e\\+304"), (float("nan"), "nan")):
         with pytest.raises(SystemExit, match=rf"sft0_rl0: .* below --min-log-prob -4: about once in {rate} hard"):
             multiturn.reachable(log_prob, -4.0, "sft0_rl0")
+
+
+def test_later_arms_of_a_run_take_step_zero_from_a_finished_arm_on_the_same_warm_start(tmp_path):
+    """Every arm of a run starts from the same warm start on the same held-out tasks: one step-0
+    validation serves them all, never one played by other weights."""
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w0") is None, "the first arm validates"
+    first = raw_arm(tmp_path, "sft0_rl0", "grpo", {0: 0.25, 20: 0.5})
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w0") == first
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "grpo", "w0") is None, "not its own"
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w1") is None, "another warm start"
+    assert multiturn.step_zero_arm(tmp_path, "sft1_rl0", "mt_grpo", "w0") is None, "another run"
+    own = pd.DataFrame({"val-aux/inbox_value/pass/mean@4": [0.6]}, index=pd.Index([20], name="step"))
+    played = [{"step": 20, "task_id": "h1", "level": "hard", "score": 1.0}]
+    metrics, episodes = multiturn.with_step_zero_of(first, own, played)
+    assert multiturn.sampled_curve(metrics) == {0: 0.25, 20: 0.6}
+    assert [(e["step"], e["task_id"]) for e in episodes] == [(0, "h1"), (0, "e1"), (20, "h1")]
 
 
 def test_a_run_with_an_arm_resumed_across_sittings_has_no_time(tmp_path):
