@@ -18,7 +18,8 @@ stay flat) and ``negated`` (rewards negated: must fall). Per arm, from logged da
   (``mt_grpo``), means over steps.
 
 The step-0 validation (the warm start, the same for every arm of a run) is played once per run: later
-arms take it from the run's first finished arm (``step_zero_from`` in their records).
+arms take it from another recorded arm of the run on the same warm start and settings
+(``step_zero_from`` in their records).
 
 Before a run's arms, the warm start's probability of the folder step after the failed write is measured
 and held against ``--min-log-prob``: a step GRPO never samples gets no advantage, so a warm start that
@@ -201,14 +202,16 @@ def raw_folder(out: Path) -> Path:
     return out.parent / out.stem
 
 
-def step_zero_arm(folder: Path, run: str, arm: str, weights: str) -> Path | None:
-    """A finished arm of ``run`` (raw folder) whose step 0 played these warm-start weights: every arm of a
+def step_zero_arm(folder: Path, run: str, arm: str, weights: str, keys: dict[str, str]) -> Path | None:
+    """Another arm of ``run`` recorded in ``folder`` (the first in ``ARMS`` order) whose step 0 played
+    these warm-start weights under this sitting's settings (``keys``: arm -> fingerprint): every arm of a
     run starts from them on the same held-out tasks, so one step-0 validation serves all (480 episodes,
     7 min, saved per later arm)."""
     for other in ARMS:
-        record = folder / f"{run}_{other}" / "arm.json"
-        if other != arm and record.is_file() and json.loads(record.read_text()).get("warm_start_weights") == weights:
-            return record.parent
+        path = folder / f"{run}_{other}" / "arm.json"
+        record = json.loads(path.read_text()) if other != arm and path.is_file() else {}
+        if record.get("warm_start_weights") == weights and record.get("fingerprint") == keys[other]:
+            return path.parent
     return None
 
 
@@ -219,8 +222,10 @@ def with_step_zero_of(shared: Path, metrics: pd.DataFrame, episodes: list[dict])
     return metrics, [e for e in step_zero if e["step"] == 0] + [e for e in episodes if e["step"] != 0]
 
 
-def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cfg, plan, val) -> dict:
-    """Train the arm (resuming a stopped one), then write its raw figures; returns its record."""
+def run_arm(sft_seed: int, rl_seed: int, arm: str, args, keys: dict[str, str], decisions, cfg, plan, val) -> dict:
+    """Train the arm (resuming a stopped one), then write its raw figures; returns its record.
+    ``keys``: each arm's fingerprint under this sitting's settings."""
+    key = keys[arm]
     raw = raw_folder(args.out) / f"{run_name(sft_seed, rl_seed)}_{arm}"
     if (raw / "arm.json").is_file() and json.loads((raw / "arm.json").read_text())["fingerprint"] == key:
         return json.loads((raw / "arm.json").read_text())
@@ -232,19 +237,21 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, key: str, decisions, cf
     run_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(key)
     weights = weights_digest(Path(cfg.model.path))
-    shared = step_zero_arm(raw.parent, run_name(sft_seed, rl_seed), arm, weights)
+    shared = step_zero_arm(raw.parent, run_name(sft_seed, rl_seed), arm, weights, keys)
+    marker = run_dir / "checkpoints" / "latest_checkpointed_iteration.txt"
+    resumed_from = int(marker.read_text()) if marker.is_file() else 0
     overrides = [
         f"run.id={run_id}",
         f"run.output_root={args.output_root}",
         *run_overrides(sft_seed, rl_seed),
         f"trainer.total_training_steps={args.steps}",
         *ARMS[arm],
-        *(["trainer.val_before_train=false"] if shared else []),
+        # Only on a fresh start: resumed, verl's "before train" validation is the resumed step's, which
+        # the stopped launch may have checkpointed without validating (v1/trainer_base.py l. 439-445, 481-496).
+        *(["trainer.val_before_train=false"] if shared and not resumed_from else []),
         *args.overrides,
     ]
     print(f"== {run_name(sft_seed, rl_seed)} {arm}: {' '.join(overrides)}", flush=True)
-    marker = run_dir / "checkpoints" / "latest_checkpointed_iteration.txt"
-    resumed_from = int(marker.read_text()) if marker.is_file() else 0
     start = time.time()
     command = [sys.executable, "-m", "terminal_rl.train", f"experiment={EXPERIMENT}", *overrides]
     if subprocess.run(command, cwd=ROOT).returncode != 0:
@@ -430,9 +437,9 @@ def main() -> None:
                 plan, val = held_out(cfg)
                 decisions = decisions_for(cfg, plan, val, Path(cfg.model.path).parent.parent)
                 reachable(reach_at(Path(cfg.model.path), decisions), args.min_log_prob, run_name(sft_seed, rl_seed))
+                keys = {arm: fingerprint([*ARMS[arm], *args.overrides], args.steps, EXPERIMENT) for arm in ARMS}
                 for arm in args.arms:
-                    key = fingerprint([*ARMS[arm], *args.overrides], args.steps, EXPERIMENT)
-                    run_arm(sft_seed, rl_seed, arm, args, key, decisions, cfg, plan, val)
+                    run_arm(sft_seed, rl_seed, arm, args, keys, decisions, cfg, plan, val)
                     rebuild(out)  # after every arm, so a stopped sitting keeps what it finished
     print(json.dumps(rebuild(out)["summary"], indent=2))
 

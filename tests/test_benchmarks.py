@@ -326,12 +326,15 @@ def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark()
 def test_later_arms_of_a_run_take_step_zero_from_a_finished_arm_on_the_same_warm_start(tmp_path):
     """Every arm of a run starts from the same warm start on the same held-out tasks: one step-0
     validation serves them all, never one played by other weights."""
-    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w0") is None, "the first arm validates"
+    keys = dict.fromkeys(multiturn.ARMS, "f")
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w0", keys) is None, "the first arm validates"
     first = raw_arm(tmp_path, "sft0_rl0", "grpo", {0: 0.25, 20: 0.5})
-    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w0") == first
-    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "grpo", "w0") is None, "not its own"
-    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w1") is None, "another warm start"
-    assert multiturn.step_zero_arm(tmp_path, "sft1_rl0", "mt_grpo", "w0") is None, "another run"
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w0", keys) == first
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "grpo", "w0", keys) is None, "not its own"
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w1", keys) is None, "another warm start"
+    assert multiturn.step_zero_arm(tmp_path, "sft1_rl0", "mt_grpo", "w0", keys) is None, "another run"
+    other_settings = keys | {"grpo": "g"}
+    assert multiturn.step_zero_arm(tmp_path, "sft0_rl0", "mt_grpo", "w0", other_settings) is None, "other settings"
     own = pd.DataFrame({"val-aux/inbox_value/pass/mean@4": [0.6]}, index=pd.Index([20], name="step"))
     played = [{"step": 20, "task_id": "h1", "level": "hard", "score": 1.0}]
     metrics, episodes = multiturn.with_step_zero_of(first, own, played)
