@@ -322,6 +322,26 @@ def plot(arms: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def reproducing_commands(arms: list[dict], steps: int, overrides: list[str]) -> list[str]:
+    """The commands that make every recorded figure from scratch: one per set of arms, with the seeds
+    recorded with that set (a sitting may run only some arms, e.g. async on the first seed only)."""
+    by_seed: dict[int, list[str]] = {}
+    for arm in ARMS:
+        for record in arms:
+            if record["arm"] == arm:
+                by_seed.setdefault(record["seed"], []).append(arm)
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for seed in sorted(by_seed):
+        groups.setdefault(tuple(by_seed[seed]), []).append(seed)
+    return [
+        " ".join(
+            ["benchmarks/learning_proof.py", "--seeds", *map(str, seeds), "--arms", *arm_set, "--steps", str(steps)]
+            + overrides
+        )
+        for arm_set, seeds in groups.items()
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -355,11 +375,8 @@ def main() -> None:
 
     def write_report() -> None:
         arms = [results[k] for k in sorted(results, key=arm_order)]
-        recorded = [arm for arm in ARMS if any(a["arm"] == arm for a in arms)]
-        # The command that makes every recorded figure from scratch (a sitting may run only some arms).
-        command = ["benchmarks/learning_proof.py", "--seeds", *map(str, seeds), "--arms", *recorded]
         report = {
-            "command": " ".join([*command, "--steps", str(args.steps), *args.overrides]),
+            "commands": reproducing_commands(arms, args.steps, args.overrides),
             "fingerprints": keys,
             "targets": TARGETS,
             "warm_start_minutes": warm_minutes,

@@ -195,6 +195,16 @@ def test_plot_has_one_line_per_seed_and_arm(tmp_path):
     assert image.size[0] > 400 and len(image.getcolors(1 << 16) or []) > 10
 
 
+def test_the_reproducing_commands_group_seeds_by_their_arms():
+    arms = [{"seed": 1, "arm": "control"}, {"seed": 0, "arm": "async"}, {"seed": 2, "arm": "treatment"}]
+    arms += [{"seed": s, "arm": a} for s in (0, 2) for a in ("treatment", "control") if (s, a) != (2, "treatment")]
+    arms += [{"seed": 1, "arm": "treatment"}]
+    assert learning_proof.reproducing_commands(arms, 20, ["x=1"]) == [
+        "benchmarks/learning_proof.py --seeds 0 --arms treatment control async --steps 20 x=1",
+        "benchmarks/learning_proof.py --seeds 1 2 --arms treatment control --steps 20 x=1",
+    ]
+
+
 def test_the_committed_figures_were_made_under_todays_settings():
     """benchmarks/results/learning_proof.json describes conf/ as it is: a change to the learning proof's
     composed settings fails here until the benchmark is rerun (it resumes, keeping what still holds)."""
@@ -204,15 +214,18 @@ def test_the_committed_figures_were_made_under_todays_settings():
             f"the {arm} arm's settings changed since benchmarks/results/learning_proof.json was made: "
             "rerun .venv/bin/python benchmarks/learning_proof.py"
         )
-    words = report["command"].split()
-    steps = words.index("--steps")
-    arms_at = words.index("--arms") if "--arms" in words else steps
-    seeds = [int(w) for w in words[words.index("--seeds") + 1 : arms_at]]
-    arms = words[arms_at + 1 : steps] or list(learning_proof.CLAIM_ARMS)
-    assert words[0] == "benchmarks/learning_proof.py" and words[steps + 1 :] == ["20"]
-    assert set(learning_proof.CLAIM_ARMS) <= set(arms) <= set(learning_proof.ARMS)
-    assert {(a["seed"], a["arm"]) for a in report["arms"]} == {(s, a) for s in seeds for a in arms}
-    for seed in seeds:
+    made = set()
+    for command in report["commands"]:
+        words = command.split()
+        steps = words.index("--steps")
+        arms_at = words.index("--arms")
+        seeds = [int(w) for w in words[words.index("--seeds") + 1 : arms_at]]
+        arms = words[arms_at + 1 : steps]
+        assert words[0] == "benchmarks/learning_proof.py" and words[steps + 1 :] == ["20"]
+        assert set(learning_proof.CLAIM_ARMS) <= set(arms) <= set(learning_proof.ARMS)
+        made |= {(s, a) for s in seeds for a in arms}
+    assert {(a["seed"], a["arm"]) for a in report["arms"]} == made, "the commands make every arm, and only those"
+    for seed in {a["seed"] for a in report["arms"]}:
         digests = {a["warm_start_weights_sha256"] for a in report["arms"] if a["seed"] == seed}
         assert len(digests) == 1, f"seed {seed}'s arms start from one warm start"
     for change in report["rekeyed"]:
