@@ -141,25 +141,25 @@ def evaluate_overrides(plan, tasks, results: Path, changes: dict[str, str | None
     return kept + [f"{key}={value}" for key, value in changes.items() if value is not None]
 
 
-def margin_at(model_dir: Path, decisions) -> float:
+def causal_lm(model_dir: Path):
     from transformers import AutoModelForCausalLM
 
+    return AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
+
+
+def margin_at(model_dir: Path, decisions) -> float:
     from terminal_rl.training.action_margin import margins
 
-    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
-    values = margins(model, decisions)
+    values = margins(causal_lm(model_dir), decisions)
     return sum(values) / len(values)
 
 
 def reach_at(model_dir: Path, decisions) -> float:
     """log of the mean probability (over the held-out hard tasks) that a sampled episode takes the
     folder step after the failed write: the rate at which GRPO's rollouts can find it."""
-    from transformers import AutoModelForCausalLM
-
     from terminal_rl.training.action_margin import right_log_probs
 
-    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
-    values = right_log_probs(model, decisions)
+    values = right_log_probs(causal_lm(model_dir), decisions)
     return math.log(sum(math.exp(v) for v in values) / len(values))
 
 
