@@ -3,6 +3,7 @@ level, each test fails on the initial state, all pass after the solution, a fami
 fails them, and the tasks share one image."""
 
 import asyncio
+from collections import Counter
 
 import pytest
 
@@ -82,9 +83,9 @@ def test_inbox_value_takes_dependent_turns_and_hides_the_folder_step_on_hard():
     for level, task in tasks.items():
         [(inbox_file, word)] = [(path, text.decode().strip()) for path, text in task.files.items() if "/inbox/" in path]
         assert inbox_file.rsplit("/", 1)[1] not in task.prompt and word not in task.prompt, level
-        commands = task.solution.splitlines()
-        assert commands[:2] == ["ls /app/inbox", f"cat {inbox_file}"] and commands[-1].startswith(f"echo {word} > ")
-        assert abs(sum(task.test_weights.values()) - 1) < 1e-9
+        found = [c for c in task.solution.splitlines() if not c.startswith("mkdir ") and c != "ls /app"]
+        assert found[:2] == ["ls /app/inbox", f"cat {inbox_file}"] and found[2].startswith(f"echo {word} > ")
+        assert len(found) == 3 and abs(sum(task.test_weights.values()) - 1) < 1e-9
     assert "/app/out/.keep" in tasks["easy"].files and "mistake" not in tasks["easy"].metadata
     assert "create it first" in tasks["medium"].prompt and "create" not in tasks["hard"].prompt
     for level in ("medium", "hard"):
@@ -92,7 +93,18 @@ def test_inbox_value_takes_dependent_turns_and_hides_the_folder_step_on_hard():
         assert not any(path.startswith("/app/out/") for path in tasks[level].files)
     medium = tasks["medium"].metadata["mistake"].splitlines()
     [stem] = [path.rsplit("/", 1)[1].removesuffix(".txt") for path in tasks["medium"].files if "/inbox/" in path]
-    assert medium[:3] == tasks["medium"].solution.splitlines()[:3] and medium[3].startswith(f"echo {stem} > ")
+    assert medium[:-1] == tasks["medium"].solution.splitlines()[:-1] and medium[-1].startswith(f"echo {stem} > ")
     assert tasks["hard"].metadata["mistake"].splitlines() == [
         line for line in tasks["hard"].solution.splitlines() if not line.startswith("mkdir")
     ]
+
+
+def test_inbox_value_medium_makes_the_folder_at_each_of_the_first_four_turns():
+    """So a warm start that keys its commands on the turn has seen ``mkdir`` at every turn up to the
+    one after hard's failed write (the fourth), always before the write, and never after a failure."""
+    medium = [t.solution.splitlines() for t in procedural_tasks("inbox_value", 120, 0, ["medium"], SMALL_LIMITS)]
+    turns = Counter(commands.index("mkdir -p /app/out") for commands in medium)
+    assert set(turns) == {0, 1, 2, 3} and min(turns.values()) >= 15, turns
+    for commands in medium:
+        at = commands.index("mkdir -p /app/out")
+        assert commands[at + 1 :][-1].startswith("echo ") and (at == 3) == ("ls /app" in commands), commands

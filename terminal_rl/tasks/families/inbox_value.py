@@ -9,14 +9,18 @@ printed: list, read, write. The levels differ in the folder the word is filed in
 - hard: it does not, and the instruction, worded as easy's, does not say so: the write fails with
   ``No such file or directory`` and the agent must create the folder and write again.
 
-Plausible mistakes: on medium, the folder made and the inbox file's name written instead of its word
-(the file and folder tests pass, the word's fails); on hard, easy's three commands (the write fails,
-then done). A warm start demonstrated on easy and medium only has seen ``mkdir -p`` only where an
-instruction asked for it and has never seen a write fail: what it does after the failed write on hard
-is not pinned by any demonstration, and the recovery is left for reinforcement learning to find, with
-partial credit (the folder, the file, the word) as its gradient. (Demonstrating hard with its mistake
-pinned ``<done/>`` after the failed write at -13 nats against the folder step, and 20 GRPO steps never
-found it: experiments/learning_proof_multiturn/README.md.)
+Medium makes the folder at one of four turns, drawn per task: first, after the listing, after the
+read, or after a look at ``/app`` (``ls /app``, which shows it missing). Plausible mistakes: on
+medium, the folder made and the inbox file's name written instead of its word (the file and folder
+tests pass, the word's fails); on hard, easy's three commands (the write fails, then done). A warm
+start demonstrated on easy and medium only has seen ``mkdir -p`` only where an instruction asked for
+it, at each of the first four turns, and has never seen a write fail: what it does after the failed
+write on hard is not pinned by any demonstration, and the recovery is left for reinforcement learning
+to find, with partial credit (the folder, the file, the word) as its gradient. (Demonstrating hard
+with its mistake pinned ``<done/>`` after the failed write at -13 nats against the folder step; with
+medium's folder always made third, the tiny model, which keys its commands on the turn, answered the
+failed write with medium's fourth command at -15 nats for the folder step:
+experiments/learning_proof_multiturn/README.md.)
 """
 
 from __future__ import annotations
@@ -44,10 +48,14 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
     instruction = f"One file in {INBOX} holds a word. Write that word to {target}."
     if level is Difficulty.MEDIUM:
         instruction += f" The folder {OUT} does not exist yet: create it first."
-    find_and_read = f"ls {INBOX}\ncat {inbox_file}\n"
-    write = f"echo {word} > {target}\n"
+    listing, read, look = f"ls {INBOX}", f"cat {inbox_file}", "ls /app"
+    write, mkdir = f"echo {word} > {target}", f"mkdir -p {OUT}"
     file_stem = inbox_file.rsplit("/", 1)[1].removesuffix(".txt")
-    mkdir = "" if level is Difficulty.EASY else f"mkdir -p {OUT}\n"
+    before_write = [listing, read] if level is Difficulty.EASY else [listing, read, mkdir]
+    if level is Difficulty.MEDIUM:  # where the folder is made, drawn per task
+        before_write = [[mkdir, listing, read], [listing, mkdir, read], before_write, [listing, read, look, mkdir]][
+            rng.randrange(4)
+        ]
     tests = {
         "test_file_exists": (0.3, f'assert os.path.isfile("{target}")'),
         "test_file_holds_the_inbox_word": (0.7, f'assert read("{target}").strip() == "{word}"'),
@@ -64,11 +72,16 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         files,
         pytest_file(read_text_helper(), *(f"def {name}():\n    {body}" for name, (_, body) in tests.items())),
         {name: weight for name, (weight, _) in tests.items()},
-        find_and_read + mkdir + write,
+        commands(*before_write, write),
         ("multi-turn", "write"),
         {
             Difficulty.EASY: None,
-            Difficulty.MEDIUM: find_and_read + mkdir + f"echo {file_stem} > {target}\n",
-            Difficulty.HARD: find_and_read + write,  # easy's commands: the write fails
+            Difficulty.MEDIUM: commands(*before_write, f"echo {file_stem} > {target}"),
+            Difficulty.HARD: commands(listing, read, write),  # easy's commands: the write fails
         }[level],
     )
+
+
+def commands(*lines: str) -> str:
+    """A solution's commands, one a turn."""
+    return "".join(f"{line}\n" for line in lines)
