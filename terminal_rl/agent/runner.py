@@ -46,14 +46,26 @@ async def run_episode(
     paused_sec: Callable[[], Awaitable[float]] | None = None,
 ) -> Trajectory:
     """``paused_sec()``: seconds the episode's model calls have so far waited for generation to resume
-    (async training); neither the agent's wall-clock budget nor the deadline counts them."""
+    (async training); neither the agent's wall-clock budget nor the deadline counts them. The deadline
+    leaves out the wait for the node's sandbox slot too: more episodes than slots (a step's beyond the
+    node's cap, or the batches prefetched in async training) queue for one, and must not time out
+    for it."""
     started = time.time()
     record = Trajectory(task.id, task.content_hash, protocol.prompt_id, policy.name, started_at=started)
     holder = [record]  # the episode's own record, once it exists
     deadline = deadline_sec or episode_deadline_sec(task.limits, factory.config.container.grace_sec)
+    queued, slot_held = time.monotonic(), []
+
+    async def left_out() -> float:
+        waited = (slot_held[0] if slot_held else time.monotonic()) - queued
+        return waited + (await paused_sec() if paused_sec is not None else 0.0)
+
+    def on_slot() -> None:
+        slot_held.append(time.monotonic())
+
     try:
         await within_deadline(
-            _run(task, factory, protocol, policy, limits, rollout_id, holder, paused_sec), deadline, paused_sec
+            _run(task, factory, protocol, policy, limits, rollout_id, holder, paused_sec, on_slot), deadline, left_out
         )
     except TimeoutError:
         _fail(holder[0], Termination.SANDBOX_ERROR, f"episode exceeded its deadline of {deadline:.0f}s")
@@ -99,8 +111,9 @@ async def _run(
     rollout_id: str,
     holder: list[Trajectory],
     paused_sec: Callable[[], Awaitable[float]] | None,
+    on_slot: Callable[[], None],
 ) -> None:
-    async with factory.task_sandbox(task, rollout_id) as sandbox:
+    async with factory.task_sandbox(task, rollout_id, on_slot) as sandbox:
         episode = Episode(task, sandbox, protocol, limits, policy.name)
         holder[0] = trajectory = episode.trajectory
         view = ContextView(limits.context, await episode.start())

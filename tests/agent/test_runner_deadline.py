@@ -100,7 +100,8 @@ def test_the_wall_clock_budget_leaves_out_paused_time(monkeypatch, paused):
 
     class Factory:
         @asynccontextmanager
-        async def task_sandbox(self, task, rollout_id):
+        async def task_sandbox(self, task, rollout_id, on_slot):
+            on_slot()
             yield None  # bash_only shows no terminal screen; unparseable turns run no command
 
     [task] = procedural_tasks("write_value", 1, 0, ["easy"], SMALL_LIMITS)
@@ -113,3 +114,47 @@ def test_the_wall_clock_budget_leaves_out_paused_time(monkeypatch, paused):
     )
     expected = ("timeout", 1) if paused == 0.0 else ("parse_errors", 3)
     assert (trajectory.termination, len(trajectory.turns)) == expected, trajectory.termination
+
+
+@pytest.mark.parametrize(
+    ("slot_wait", "reply_sec", "expected"), [(0.6, 0.0, "parse_errors"), (0.05, 0.6, "sandbox_error")]
+)
+def test_the_deadline_leaves_out_the_wait_for_a_sandbox_slot(monkeypatch, slot_wait, reply_sec, expected):
+    """More episodes than the node's sandbox slots queue for one (a step beyond the node's cap, the
+    batches async training prefetches): 0.6 s queued for a slot does not spend a 0.3 s deadline,
+    while three 0.6 s turns after it do (checked again a second after the deadline moved)."""
+    from contextlib import asynccontextmanager
+    from types import SimpleNamespace
+
+    from terminal_rl.agent import runner
+    from terminal_rl.agent.episode import EpisodeLimits
+    from terminal_rl.agent.policies.base import Reply
+    from terminal_rl.agent.protocols import make_protocol
+    from terminal_rl.agent.runner import run_episode
+    from terminal_rl.tasks.procedural import procedural_tasks
+    from tests.support import SMALL_LIMITS
+
+    async def verify(sandbox, task):
+        return SimpleNamespace(to_dict=dict)
+
+    monkeypatch.setattr(runner, "verify", verify)
+
+    class Session:
+        async def reply(self, messages, max_tokens):
+            await asyncio.sleep(reply_sec)
+            return Reply("no command here")
+
+    class Factory:
+        @asynccontextmanager
+        async def task_sandbox(self, task, rollout_id, on_slot):
+            await asyncio.sleep(slot_wait)  # another episode holds the node's last slot
+            on_slot()
+            yield None
+
+    [task] = procedural_tasks("write_value", 1, 0, ["easy"], SMALL_LIMITS)
+    limits = EpisodeLimits(
+        max_turns=5, max_tokens_per_turn=64, max_context_tokens=4096, max_consecutive_parse_errors=3, wall_clock_sec=60
+    )
+    policy = SimpleNamespace(name="scripted", session=lambda task: Session())
+    trajectory = asyncio.run(run_episode(task, Factory(), make_protocol("bash_only"), policy, limits, deadline_sec=0.3))
+    assert trajectory.termination == expected, trajectory.termination_detail

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from docker.errors import APIError, NotFound
@@ -185,19 +185,24 @@ class SandboxFactory:
         self.docker.close()
 
     @contextlib.asynccontextmanager
-    async def task_sandbox(self, task: Task, rollout_id: str = "") -> AsyncIterator[Sandbox]:
-        """A sandbox for one rollout of ``task``: its image (built once), limits and pre-agent files."""
+    async def task_sandbox(
+        self, task: Task, rollout_id: str = "", on_slot: Callable[[], None] | None = None
+    ) -> AsyncIterator[Sandbox]:
+        """A sandbox for one rollout of ``task``: its image (built once), limits and pre-agent files.
+        ``on_slot()`` is called once the node's sandbox slot is held (the wait for it is over)."""
         try:
             image = (await self.images.ensure(task)).image
         except ImageBuildError as error:
             raise SandboxError(str(error)) from error
-        async with self.sandbox(SandboxSpec(image, task.limits, task.files, rollout_id)) as sandbox:
+        async with self.sandbox(SandboxSpec(image, task.limits, task.files, rollout_id), on_slot) as sandbox:
             yield sandbox
 
     @contextlib.asynccontextmanager
-    async def sandbox(self, spec: SandboxSpec) -> AsyncIterator[Sandbox]:
+    async def sandbox(self, spec: SandboxSpec, on_slot: Callable[[], None] | None = None) -> AsyncIterator[Sandbox]:
         """A started sandbox, removed when the block ends on every path (error, timeout, cancellation)."""
         async with self._slots.hold():
+            if on_slot is not None:
+                on_slot()
             container_id = await self._create(spec)
             try:
                 sandbox = await self._attach(container_id)
