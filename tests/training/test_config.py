@@ -398,3 +398,25 @@ def test_preflight_tells_a_context_policy_widens_append_rows():
     [note] = [n for n in notes(train_config("agent/context=elide")) if n.startswith("agent.context")]
     assert "rows of up to 57440 tokens (a segment's prompt up to 28768" in note
     assert not [n for n in notes(train_config("agent/context=elide", "agent.history=per_turn")) if "agent.context" in n]
+
+
+def test_preflight_refuses_async_settings_it_cannot_train():
+    """verl's separate_async trainer runs without this project's bookkeeping, and a staleness, a
+    stale-sample rule or a prefetch outside what conf/rollouts/async.yaml means is refused with why."""
+    import copy
+
+    from terminal_rl.preflight.checks import check_rollouts
+
+    async_config = train_config("rollouts=async")
+    assert check_rollouts(async_config) == []
+    for key, value, refusal in [
+        ("trainer.v1.trainer_mode", "separate_async", "trainer_mode=separate_async: choose rollouts=sync or"),
+        ("async_rollouts.max_staleness", 0, "max_staleness=0 trains only on the weights"),
+        ("async_rollouts.max_staleness", 1.5, "max_staleness=1.5: a whole number of steps"),
+        ("async_rollouts.stale", "skip", "async_rollouts.stale=skip: choose wait (nothing lost) or drop"),
+        ("async_rollouts.prefetch_batches", 0, "prefetch_batches=0: at least one batch"),
+    ]:
+        cfg = copy.deepcopy(async_config)
+        OmegaConf.update(cfg, key, value)
+        problems = check_rollouts(cfg)
+        assert len(problems) == 1 and refusal in problems[0], (key, value, problems)
