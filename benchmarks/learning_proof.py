@@ -173,15 +173,20 @@ def with_int_steps(arm: dict) -> dict:
     }
 
 
-def warm_start(cfg) -> float:
-    """Make the arms' shared SFT warm start if missing; returns the minutes it took (about 0 when cached)."""
+def warm_start(cfg) -> tuple[float, dict | None]:
+    """Make the arms' shared SFT warm start if missing: the minutes it took (about 0 when cached) and,
+    when it fails its check, what it measured (figures and the ranges missed), else None."""
     from terminal_rl.console import Console
     from terminal_rl.preflight.job import train_job
-    from terminal_rl.training.warm_start import ensure_warm_start
+    from terminal_rl.training.warm_start import WarmStartOutOfRange, ensure_warm_start
 
     start = time.time()
-    ensure_warm_start(train_job(cfg).warm_start, Console(sys.stdout))
-    return (time.time() - start) / 60
+    try:
+        ensure_warm_start(train_job(cfg).warm_start, Console(sys.stdout))
+    except WarmStartOutOfRange as error:
+        print(error, flush=True)
+        return (time.time() - start) / 60, {"problems": error.problems, "figures": error.figures}
+    return (time.time() - start) / 60, None
 
 
 def run_arm(
@@ -371,6 +376,8 @@ def main() -> None:
     to_run = [key for key in chosen if key not in results]
     # Per seed: measured when this sitting makes its warm start, else the sitting's that made it.
     warm_minutes = previous.get("warm_start_minutes") if isinstance(previous.get("warm_start_minutes"), dict) else {}
+    # Seeds whose warm start failed its check: no arm trains on them; kept, with their figures.
+    failed_checks = previous.get("warm_starts_out_of_range", {})
     seeds = sorted(set(args.seeds) | {seed for seed, _ in results})
 
     def write_report() -> None:
@@ -380,7 +387,8 @@ def main() -> None:
             "fingerprints": keys,
             "targets": TARGETS,
             "warm_start_minutes": warm_minutes,
-            "summary": summary(arms, seeds),
+            "summary": summary(arms, [s for s in seeds if str(s) not in failed_checks]),
+            "warm_starts_out_of_range": failed_checks,
             "arms": arms,
             "superseded": superseded,
             # Fingerprint changes that could not move recorded figures, each with why (kept as made).
@@ -393,9 +401,14 @@ def main() -> None:
     for seed in sorted({seed for seed, _ in to_run}):
         cfg = experiment(args.output_root, [*seed_overrides(seed), *args.overrides])
         cached = (Path(cfg.model.path) / "config.json").is_file()
-        minutes = warm_start(cfg)
+        minutes, failed = warm_start(cfg)
         if not cached or str(seed) not in warm_minutes:
             warm_minutes[str(seed)] = minutes
+        failed_checks.pop(str(seed), None)
+        if failed:
+            failed_checks[str(seed)] = failed
+            write_report()
+            continue
         digest = weights_digest(Path(cfg.model.path))[:16]  # as the results record it
         seed_arms = [key for key in to_run if key[0] == seed]
         for key in unpaired(results, {seed}, digest):

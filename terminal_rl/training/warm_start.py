@@ -150,6 +150,14 @@ def run_app(app: str, args: list[str], run_dir: Path) -> None:
 CHECK_FILE = "warm_start_check.json"
 
 
+class WarmStartOutOfRange(RuntimeError):
+    """A warm start whose held-out figures (per level) are outside ``warm_start.check``'s ranges."""
+
+    def __init__(self, figures: dict, problems: list[str], message: str):
+        super().__init__(message)
+        self.figures, self.problems = figures, problems
+
+
 def check_warm_start(plan: WarmStartPlan, console) -> None:
     """With ``warm_start.check``: the warm start's held-out figures held against the check's ranges;
     outside them, raises with the figures. Measured once per model (greedy), kept in
@@ -167,11 +175,13 @@ def check_warm_start(plan: WarmStartPlan, console) -> None:
         for line in figures_lines(record["figures"]):
             console.print(line)
     if problems := out_of_range(record["figures"], check):
-        raise RuntimeError(
+        raise WarmStartOutOfRange(
+            record["figures"],
+            problems,
             f"warm start {run_dir / 'sft' / 'model'} is outside the ranges warm_start.check needs, so GRPO "
             f"would start from a model that cannot learn what the experiment measures: {'; '.join(problems)}.\n"
             + "\n".join(figures_lines(record["figures"]))
-            + f"\nMake another (warm_start.seed=N with another warm_start.run_id), or delete {run_dir} to remake it."
+            + f"\nMake another (warm_start.seed=N with another warm_start.run_id), or delete {run_dir} to remake it.",
         )
 
 

@@ -71,8 +71,9 @@ def test_a_cached_warm_start_outside_the_checks_ranges_stops_the_run_with_its_fi
     (model.parent.parent / "warm_start.json").write_text(json.dumps(settings(plan)))
     assert ensure_warm_start(plan, Silent()) == model, "figures kept for these weights: not measured again"
     keep_figures(model, FIGURES | {"easy": {"pass_rate": 0.175, "able": 0.175, "episodes": 40}})
-    with pytest.raises(RuntimeError) as raised:
+    with pytest.raises(warm_start.WarmStartOutOfRange) as raised:
         ensure_warm_start(plan, Silent())
+    assert raised.value.figures["easy"]["able"] == 0.175 and len(raised.value.problems) == 2
     message = str(raised.value)
     assert "easy able 0.175 is outside [0.9, 1.0]; easy pass_rate 0.175 is outside [0.9, 1.0]" in message
     assert "  easy     pass rate 0.175  able 0.175  (40 episodes)" in message
