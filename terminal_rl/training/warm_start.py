@@ -40,9 +40,6 @@ from terminal_rl.training.warm_start_check import figures_lines, level_figures, 
 def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     """The warm-started model, made first if missing. Raises when a step of the chain fails, naming
     the step and its log."""
-    from terminal_rl.tasks.demonstrations import demonstrations
-    from terminal_rl.tasks.prepare import train_and_val
-
     warm, root = SimpleNamespace(**plan.settings), plan.output_root
     if not isinstance(warm.mistake_share, dict):
         raise ValueError(
@@ -58,12 +55,18 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     record = root / warm.run_id / "warm_start.json"
     wanted = settings(plan)
     if (model / "config.json").is_file():
-        made = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else wanted
+        made = read_json(record) or wanted
         if made != wanted:
             changed = sorted(key for key in wanted.keys() | made.keys() if wanted.get(key) != made.get(key))
             raise ValueError(
                 f"the cached warm start {model} was made with other {', '.join(changed)} ({record}): "
                 f"delete {root / warm.run_id} to remake it, or choose another warm_start.run_id"
+            )
+        if (made := read_json(root / warm.run_id / "demonstrations.json")) != demonstration_scripts(plan):
+            raise ValueError(
+                f"the cached warm start {model} was made from other demonstrations than its task family makes "
+                f"now (its code changed since; {len(made or {})} scripts kept in demonstrations.json): delete "
+                f"{root / warm.run_id} to remake it, or choose another warm_start.run_id"
             )
         check_warm_start(plan, console)
         return model
@@ -75,10 +78,7 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     for folder in ("init", "check"):
         shutil.rmtree(root / warm.run_id / folder, ignore_errors=True)
     (root / warm.run_id / CHECK_FILE).unlink(missing_ok=True)
-    train, _, _ = train_and_val(plan.task_set)
-    train = demonstrated(train, plan.settings.get("demonstrated_levels"), warm.mistake_share)
-    shares = {level: float(share) for level, share in warm.mistake_share.items()}
-    scripts = demonstrations(train, plan.protocol, shares, int(warm.seed))
+    scripts = demonstration_scripts(plan)
     script_file = root / warm.run_id / "demonstrations.json"
     script_file.parent.mkdir(parents=True, exist_ok=True)
     script_file.write_text(json.dumps(scripts, indent=1) + "\n", encoding="utf-8")
@@ -236,6 +236,23 @@ def check_overrides(plan: WarmStartPlan, val: list, results: Path) -> list[str]:
         f"concurrency={warm.concurrency}",
         f"results_file={results}",
     ]
+
+
+def demonstration_scripts(plan: WarmStartPlan) -> dict[str, list[str]]:
+    """The model turns to play per train task id (step 1 of the chain): they follow the task family's
+    code, so a cache made from others is stale even under the same settings."""
+    from terminal_rl.tasks.demonstrations import demonstrations
+    from terminal_rl.tasks.prepare import train_and_val
+
+    warm = SimpleNamespace(**plan.settings)
+    train = demonstrated(train_and_val(plan.task_set)[0], plan.settings.get("demonstrated_levels"), warm.mistake_share)
+    shares = {level: float(share) for level, share in warm.mistake_share.items()}
+    return demonstrations(train, plan.protocol, shares, int(warm.seed))
+
+
+def read_json(path: Path):
+    """``path``'s JSON, or None when there is no such file."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def demonstrated(tasks: list, levels, mistake_share) -> list:

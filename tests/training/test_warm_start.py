@@ -14,6 +14,7 @@ from terminal_rl.training import warm_start
 from terminal_rl.training.warm_start import (
     check_overrides,
     demonstrated,
+    demonstration_scripts,
     ensure_warm_start,
     procedural_overrides,
     settings,
@@ -45,6 +46,8 @@ def cached(tmp_path, *overrides):
     (model / "config.json").write_text("{}")
     (model / "model.safetensors").write_bytes(b"weights")
     keep_figures(model, WITHIN)
+    scripts = demonstration_scripts(train_job(cfg).warm_start)
+    (model.parent.parent / "demonstrations.json").write_text(json.dumps(scripts))
     return cfg, model
 
 
@@ -63,6 +66,22 @@ def test_a_cache_made_with_these_settings_is_used_and_one_made_otherwise_is_refu
         ValueError, match=r"made with other tasks, warm_start \(.*warm_start.json\): delete .*learning_proof_sft_s0 to"
     ):
         ensure_warm_start(train_job(other).warm_start, Silent())
+
+
+def test_a_cache_whose_demonstrations_the_family_no_longer_makes_is_refused(tmp_path):
+    """Same settings, other family code (a solution changed since): the cache is stale, not reused."""
+    cfg, model = cached(tmp_path)
+    plan = train_job(cfg).warm_start
+    (model.parent.parent / "warm_start.json").write_text(json.dumps(settings(plan)))
+    kept = model.parent.parent / "demonstrations.json"
+    scripts = json.loads(kept.read_text())
+    task_id = sorted(scripts)[0]
+    kept.write_text(json.dumps(scripts | {task_id: scripts[task_id][1:]}))
+    with pytest.raises(ValueError, match=r"made from other demonstrations than its task family makes now"):
+        ensure_warm_start(plan, Silent())
+    kept.unlink()
+    with pytest.raises(ValueError, match=r"0 scripts kept in demonstrations.json\): delete .*learning_proof_sft_s0"):
+        ensure_warm_start(plan, Silent())
 
 
 def test_a_cached_warm_start_outside_the_checks_ranges_stops_the_run_with_its_figures(tmp_path):
