@@ -23,7 +23,7 @@ arms take it from another recorded arm of the run on the same warm start and set
 
 Before a run's arms, the warm start's probability of the folder step after the failed write is measured
 and held against ``--min-log-prob``: a step GRPO never samples gets no advantage, so a warm start that
-leaves it out of reach stops the benchmark.
+leaves it out of reach stops the benchmark, as one that failed its check does (with both figures).
 
 Each finished arm's raw figures go to ``benchmarks/results/learning_proof_multiturn/<run>_<arm>/`` (``--out``)
 (metrics per step in ``logs/``, validation episodes' scores, margins, greedy figures, the arm's record); the JSON and
@@ -433,10 +433,17 @@ def main() -> None:
         for sft_seed in args.sft_seeds:
             for rl_seed in args.rl_seeds:
                 cfg = config(args.output_root, [*run_overrides(sft_seed, rl_seed), *args.overrides])
-                warm_start(cfg)
+                failed = warm_start(cfg)[1]
                 plan, val = held_out(cfg)
                 decisions = decisions_for(cfg, plan, val, Path(cfg.model.path).parent.parent)
-                reachable(reach_at(Path(cfg.model.path), decisions), args.min_log_prob, run_name(sft_seed, rl_seed))
+                reach = reach_at(Path(cfg.model.path), decisions)
+                if failed:  # the folder step's reach measured too: a design's two figures, before any arm
+                    raise SystemExit(
+                        f"{run_name(sft_seed, rl_seed)}: the warm start failed its check "
+                        f"({'; '.join(failed['problems'])}); the folder step after the failed write at "
+                        f"log-probability {reach:.1f}"
+                    )
+                reachable(reach, args.min_log_prob, run_name(sft_seed, rl_seed))
                 keys = {arm: fingerprint([*ARMS[arm], *args.overrides], args.steps, EXPERIMENT) for arm in ARMS}
                 for arm in args.arms:
                     run_arm(sft_seed, rl_seed, arm, args, keys, decisions, cfg, plan, val)

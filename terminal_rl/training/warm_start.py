@@ -17,8 +17,9 @@ The chain is our own apps, each in its own process and each resumable:
    ``warm_start_check.json`` and held against the check's ranges before any GRPO step.
 The result, ``<output_root>/<warm_start.run_id>/sft/model``, is the training run's ``model.path``;
 a run that finds it there starts at once. ``warm_start.json`` beside it records the settings it was
-made with; a run whose settings differ is refused instead of silently starting from the wrong model,
-and one whose figures are outside the check's ranges stops with them instead of training on it.
+made with; a run whose settings differ, or whose task family now makes other demonstrations, is
+refused instead of silently starting from the wrong model, and one whose figures are outside the
+check's ranges stops with them instead of training on it.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
     record = root / warm.run_id / "warm_start.json"
     wanted = settings(plan)
     if (model / "config.json").is_file():
-        made = read_json(record) or wanted
+        made = read_json(record) if record.is_file() else wanted
         if made != wanted:
             changed = sorted(key for key in wanted.keys() | made.keys() if wanted.get(key) != made.get(key))
             raise ValueError(
@@ -64,8 +65,8 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
             )
         if (made := read_json(root / warm.run_id / "demonstrations.json")) != demonstration_scripts(plan):
             raise ValueError(
-                f"the cached warm start {model} was made from other demonstrations than its task family makes "
-                f"now (its code changed since; {len(made or {})} scripts kept in demonstrations.json): delete "
+                f"the cached warm start {model} was made from other demonstrations than its task set makes now "
+                f"(the family's code changed since, or its demonstrations.json is gone): delete "
                 f"{root / warm.run_id} to remake it, or choose another warm_start.run_id"
             )
         check_warm_start(plan, console)

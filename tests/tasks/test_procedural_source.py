@@ -45,7 +45,7 @@ def test_held_out_tasks_repeat_no_training_instruction_and_keep_their_count():
 
 
 def test_a_held_out_task_whose_instruction_repeats_differs_in_its_files():
-    """inbox_value's instructions name no parameter (5 target names x 3 levels): held-out tasks share
+    """inbox_value's instructions name no parameter (one per level): held-out tasks share
     them with training tasks and are told apart by their inbox file, never a training task's."""
 
     def key(task):

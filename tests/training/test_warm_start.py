@@ -80,7 +80,9 @@ def test_a_cache_whose_demonstrations_the_family_no_longer_makes_is_refused(tmp_
     with pytest.raises(ValueError, match=r"made from other demonstrations than its task family makes now"):
         ensure_warm_start(plan, Silent())
     kept.unlink()
-    with pytest.raises(ValueError, match=r"0 scripts kept in demonstrations.json\): delete .*learning_proof_sft_s0"):
+    with pytest.raises(
+        ValueError, match=r"or its demonstrations.json is gone\): delete .*learning_proof_sft_s0 to remake it"
+    ):
         ensure_warm_start(plan, Silent())
 
 

@@ -9,18 +9,23 @@ printed: list, read, write. The levels differ in the folder the word is filed in
 - hard: it does not, and the instruction, worded as easy's, does not say so: the write fails with
   ``No such file or directory`` and the agent must create the folder and write again.
 
+The target file is always ``/app/out/answer.txt``: what a turn copies comes from what the previous
+one printed, not from the instruction (a warm start copying a name from the instruction learnt it late
+or not at all: experiments/learning_proof_multiturn/README.md).
+
 Medium makes the folder at one of four turns, drawn per task: first, after the listing, after the
-read, or after a look at ``/app`` (``ls /app``, which shows it missing). Plausible mistakes: on
-medium, the folder made and the inbox file's name written instead of its word (the file and folder
-tests pass, the word's fails); on hard, easy's three commands (the write fails, then done). A warm
-start demonstrated on easy and medium only has seen ``mkdir -p`` only where an instruction asked for
-it, at each of the first four turns, and has never seen a write fail: what it does after the failed
-write on hard is not pinned by any demonstration, and the recovery is left for reinforcement learning
-to find, with partial credit (the folder, the file, the word) as its gradient. (Demonstrating hard
-with its mistake pinned ``<done/>`` after the failed write at -13 nats against the folder step; with
-medium's folder always made third, the tiny model, which keys its commands on the turn, answered the
-failed write with medium's fourth command at -15 nats for the folder step:
-experiments/learning_proof_multiturn/README.md.)
+read, or fourth, after a look at it (``ls /app/out``, which fails with ``No such file or directory``).
+Plausible mistakes: on medium, the folder made and the inbox file's name written instead of its word
+(the file and folder tests pass, the word's fails); on hard, easy's three commands (the write fails,
+then done). A warm start demonstrated on easy and medium only has seen ``mkdir -p`` only where an
+instruction asked for it (on a quarter of medium tasks after a look that said the folder is
+missing), and has never seen a
+write fail: the recovery on hard (the failed write, the folder, the write again) is not in any
+demonstration and the instruction never asks for it; it is left for reinforcement learning to find,
+with partial credit (the folder, the file, the word) as its gradient. Earlier designs left it out of
+sampling's reach (hard demonstrated with its mistake pinned ``<done/>`` after the failed write at -13
+nats against the folder step; with the folder always made third, or after ``ls /app``, the folder
+step sat at -15 and -19 nats: experiments/learning_proof_multiturn/README.md).
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ from __future__ import annotations
 import random
 
 from terminal_rl.tasks.families.base import FamilyTask, pytest_file, read_text_helper
-from terminal_rl.tasks.families.write_value import FILES, WORDS
+from terminal_rl.tasks.families.write_value import WORDS
 from terminal_rl.tasks.model import Difficulty
 
 NAME = "inbox_value"
 CATEGORY = "file-operations"
 INBOX, OUT = "/app/inbox", "/app/out"
+TARGET = f"{OUT}/answer.txt"
 # Inbox file names: a prefix and a number, so a name is read off the listing, not guessed.
 PREFIXES = ("msg", "memo", "item", "drop", "card", "slip")
 
@@ -41,15 +47,14 @@ PREFIXES = ("msg", "memo", "item", "drop", "card", "slip")
 def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
     inbox_file = f"{INBOX}/{rng.choice(PREFIXES)}_{rng.randint(100, 999)}.txt"
     word = rng.choice(WORDS)
-    target = f"{OUT}/{rng.choice(FILES)}.txt"
     files = {inbox_file: f"{word}\n"}
     if level is Difficulty.EASY:
         files[f"{OUT}/.keep"] = ""
-    instruction = f"One file in {INBOX} holds a word. Write that word to {target}."
+    instruction = f"One file in {INBOX} holds a word. Write that word to {TARGET}."
     if level is Difficulty.MEDIUM:
         instruction += f" The folder {OUT} does not exist yet: create it first."
-    listing, read, look = f"ls {INBOX}", f"cat {inbox_file}", "ls /app"
-    write, mkdir = f"echo {word} > {target}", f"mkdir -p {OUT}"
+    listing, read, look = f"ls {INBOX}", f"cat {inbox_file}", f"ls {OUT}"
+    write, mkdir = f"echo {word} > {TARGET}", f"mkdir -p {OUT}"
     file_stem = inbox_file.rsplit("/", 1)[1].removesuffix(".txt")
     before_write = [listing, read] if level is Difficulty.EASY else [listing, read, mkdir]
     if level is Difficulty.MEDIUM:  # where the folder is made, drawn per task
@@ -57,8 +62,8 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
             rng.randrange(4)
         ]
     tests = {
-        "test_file_exists": (0.3, f'assert os.path.isfile("{target}")'),
-        "test_file_holds_the_inbox_word": (0.7, f'assert read("{target}").strip() == "{word}"'),
+        "test_file_exists": (0.3, f'assert os.path.isfile("{TARGET}")'),
+        "test_file_holds_the_inbox_word": (0.7, f'assert read("{TARGET}").strip() == "{word}"'),
     }
     if level is not Difficulty.EASY:  # partial credit for the folder too, where it must be made
         tests = {
@@ -67,7 +72,7 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
             "test_file_holds_the_inbox_word": (0.6, tests["test_file_holds_the_inbox_word"][1]),
         }
     return FamilyTask(
-        f"File the word from the inbox in {target}",
+        f"File the word from the inbox in {TARGET}",
         instruction,
         files,
         pytest_file(read_text_helper(), *(f"def {name}():\n    {body}" for name, (_, body) in tests.items())),
@@ -76,7 +81,7 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         ("multi-turn", "write"),
         {
             Difficulty.EASY: None,
-            Difficulty.MEDIUM: commands(*before_write, f"echo {file_stem} > {target}"),
+            Difficulty.MEDIUM: commands(*before_write, f"echo {file_stem} > {TARGET}"),
             Difficulty.HARD: commands(listing, read, write),  # easy's commands: the write fails
         }[level],
     )
