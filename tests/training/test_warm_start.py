@@ -77,7 +77,7 @@ def test_a_cache_whose_demonstrations_the_family_no_longer_makes_is_refused(tmp_
     scripts = json.loads(kept.read_text())
     task_id = sorted(scripts)[0]
     kept.write_text(json.dumps(scripts | {task_id: scripts[task_id][1:]}))
-    with pytest.raises(ValueError, match=r"made from other demonstrations than its task family makes now"):
+    with pytest.raises(ValueError, match=r"made from other demonstrations than its task set makes now"):
         ensure_warm_start(plan, Silent())
     kept.unlink()
     with pytest.raises(
