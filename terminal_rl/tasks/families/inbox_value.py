@@ -24,8 +24,8 @@ write fail: the recovery on hard (the failed write, the folder, the write again)
 demonstration and the instruction never asks for it; it is left for reinforcement learning to find,
 with partial credit (the folder, the file, the word) as its gradient. Earlier designs left it out of
 sampling's reach (hard demonstrated with its mistake pinned ``<done/>`` after the failed write at -13
-nats against the folder step; with the folder always made third, or after ``ls /app``, the folder
-step sat at -15 and -19 nats: experiments/learning_proof_multiturn/README.md).
+nats against the folder step; with the folder always made third, or at one of four turns whose fourth
+followed ``ls /app``, it sat at -15 and -19 nats: experiments/learning_proof_multiturn/README.md).
 """
 
 from __future__ import annotations
