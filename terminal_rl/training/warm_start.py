@@ -63,7 +63,7 @@ def ensure_warm_start(plan: WarmStartPlan, console) -> Path:
                 f"the cached warm start {model} was made with other {', '.join(changed)} ({record}): "
                 f"delete {root / warm.run_id} to remake it, or choose another warm_start.run_id"
             )
-        if (made := read_json(root / warm.run_id / "demonstrations.json")) != demonstration_scripts(plan):
+        if read_json(root / warm.run_id / "demonstrations.json") != demonstration_scripts(plan):
             raise ValueError(
                 f"the cached warm start {model} was made from other demonstrations than its task set makes now "
                 f"(the family's code changed since, or its demonstrations.json is gone): delete "

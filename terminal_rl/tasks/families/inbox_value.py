@@ -19,13 +19,13 @@ Plausible mistakes: on medium, the folder made and the inbox file's name written
 (the file and folder tests pass, the word's fails); on hard, easy's three commands (the write fails,
 then done). A warm start demonstrated on easy and medium only has seen ``mkdir -p`` only where an
 instruction asked for it (on a quarter of medium tasks after a look that said the folder is
-missing), and has never seen a
-write fail: the recovery on hard (the failed write, the folder, the write again) is not in any
-demonstration and the instruction never asks for it; it is left for reinforcement learning to find,
-with partial credit (the folder, the file, the word) as its gradient. Earlier designs left it out of
-sampling's reach (hard demonstrated with its mistake pinned ``<done/>`` after the failed write at -13
-nats against the folder step; with the folder always made third, or at one of four turns whose fourth
-followed ``ls /app``, it sat at -15 and -19 nats: experiments/learning_proof_multiturn/README.md).
+missing), and has never seen a write fail: the recovery on hard (the failed write, the folder, the
+write again) is not in any demonstration and the instruction never asks for it; it is left for
+reinforcement learning to find, with partial credit (the folder, the file, the word) as its gradient.
+Earlier designs left it out of sampling's reach (hard demonstrated with its mistake pinned ``<done/>``
+after the failed write at -13 nats against the folder step; with the folder always made third, or at
+one of four turns whose fourth followed ``ls /app``, it sat at -15 and -19 nats:
+experiments/learning_proof_multiturn/README.md).
 """
 
 from __future__ import annotations
