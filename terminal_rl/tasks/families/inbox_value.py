@@ -13,19 +13,19 @@ The target file is always ``/app/out/answer.txt``: what a turn copies comes from
 one printed, not from the instruction (a warm start copying a name from the instruction learnt it late
 or not at all: experiments/learning_proof_multiturn/README.md).
 
-Medium makes the folder at one of four turns, drawn per task: first, after the listing, after the
-read, or fourth, after a look at it (``ls /app/out``, which fails with ``No such file or directory``).
+Medium makes the folder first, after the listing or after the read (drawn per task), or, on an
+eighth of them (``LOOK_SHARE``), fourth: after a look at the target file that fails (``ls
+/app/out/answer.txt``, ``No such file or directory``, naming the file as hard's failed write does).
 Plausible mistakes: on medium, the folder made and the inbox file's name written instead of its word
 (the file and folder tests pass, the word's fails); on hard, easy's three commands (the write fails,
 then done). A warm start demonstrated on easy and medium only has seen ``mkdir -p`` only where an
-instruction asked for it (on a quarter of medium tasks after a look that said the folder is
-missing), and has never seen a write fail: the recovery on hard (the failed write, the folder, the
+instruction asked for it (after a look that said the file's path is missing on an eighth of medium
+tasks), and has never seen a write fail: the recovery on hard (the failed write, the folder, the
 write again) is not in any demonstration and the instruction never asks for it; it is left for
 reinforcement learning to find, with partial credit (the folder, the file, the word) as its gradient.
-Earlier designs left it out of sampling's reach (hard demonstrated with its mistake pinned ``<done/>``
-after the failed write at -13 nats against the folder step; with the folder always made third, or at
-one of four turns whose fourth followed ``ls /app``, it sat at -15 and -19 nats:
-experiments/learning_proof_multiturn/README.md).
+Earlier designs left it out of sampling's reach or carried over its reaction with the wrong argument
+(the look at the folder, ``ls /app/out``, on a quarter of medium tasks: ``mkdir -p`` of the path the
+failed write names, the file): experiments/learning_proof_multiturn/README.md.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ INBOX, OUT = "/app/inbox", "/app/out"
 TARGET = f"{OUT}/answer.txt"
 # Inbox file names: a prefix and a number, so a name is read off the listing, not guessed.
 PREFIXES = ("msg", "memo", "item", "drop", "card", "slip")
+# The share of medium tasks that make the folder after a failing look at the target: the one
+# demonstrated link from a missing path to ``mkdir``, kept rare so it is within sampling's reach on
+# hard without being the warm start's greedy reaction (a quarter made it the greedy one).
+LOOK_SHARE = 1 / 8
 
 
 def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
@@ -53,14 +57,14 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
     instruction = f"One file in {INBOX} holds a word. Write that word to {TARGET}."
     if level is Difficulty.MEDIUM:
         instruction += f" The folder {OUT} does not exist yet: create it first."
-    listing, read, look = f"ls {INBOX}", f"cat {inbox_file}", f"ls {OUT}"
+    listing, read, look = f"ls {INBOX}", f"cat {inbox_file}", f"ls {TARGET}"
     write, mkdir = f"echo {word} > {TARGET}", f"mkdir -p {OUT}"
     file_stem = inbox_file.rsplit("/", 1)[1].removesuffix(".txt")
     before_write = [listing, read] if level is Difficulty.EASY else [listing, read, mkdir]
     if level is Difficulty.MEDIUM:  # where the folder is made, drawn per task
-        before_write = [[mkdir, listing, read], [listing, mkdir, read], before_write, [listing, read, look, mkdir]][
-            rng.randrange(4)
-        ]
+        placements = [[mkdir, listing, read], [listing, mkdir, read], before_write]
+        looked = rng.random() < LOOK_SHARE
+        before_write = [listing, read, look, mkdir] if looked else placements[rng.randrange(3)]
     tests = {
         "test_file_exists": (0.3, f'assert os.path.isfile("{TARGET}")'),
         "test_file_holds_the_inbox_word": (0.7, f'assert read("{TARGET}").strip() == "{word}"'),
