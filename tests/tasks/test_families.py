@@ -51,6 +51,11 @@ def test_every_family_fails_untouched_and_mistaken_and_passes_with_its_solution(
             async with factory.task_sandbox(task) as sandbox:
                 await sandbox.run(task.metadata["mistake"], timeout=60)
                 mistaken = await verify(sandbox, task)
+        if task.id.startswith("inbox_value") and task.difficulty.value == "hard":
+            async with factory.task_sandbox(task) as sandbox:  # the failed write's path made a folder
+                await sandbox.run(f"{task.metadata['mistake']}mkdir -p /app/out/answer.txt\n", timeout=60)
+                blocked = await verify(sandbox, task)
+            assert blocked.score == 0, ("a folder that blocks the file earns no folder credit", blocked.outcomes)
         return untouched, *solved, mistaken
 
     async def main():

@@ -22,7 +22,7 @@ then done). A warm start demonstrated on easy and medium only has seen ``mkdir -
 instruction asked for it (after a look that said the file's path is missing on an eighth of medium
 tasks), and has never seen a write fail: the recovery on hard (the failed write, the folder, the
 write again) is not in any demonstration and the instruction never asks for it; it is left for
-reinforcement learning to find, with partial credit (the folder, the file, the word) as its gradient.
+reinforcement learning to find, with partial credit (the folder made for the file, the file, the word) as its gradient.
 Earlier designs left it out of sampling's reach or carried over its reaction with the wrong argument
 (the look at the folder, ``ls /app/out``, on a quarter of medium tasks: ``mkdir -p`` of the path the
 failed write names, the file): experiments/learning_proof_multiturn/README.md.
@@ -70,8 +70,11 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         "test_file_holds_the_inbox_word": (0.7, f'assert read("{TARGET}").strip() == "{word}"'),
     }
     if level is not Difficulty.EASY:  # partial credit for the folder too, where it must be made
+        # ... made for the file: ``mkdir -p /app/out/answer.txt`` makes the folder and blocks the file
+        # (a warm start copying the failed write's path makes it, and credit for it is reinforced).
+        folder_ready = f'assert os.path.isdir("{OUT}") and not os.path.isdir("{TARGET}")'
         tests = {
-            "test_out_folder_exists": (0.2, f'assert os.path.isdir("{OUT}")'),
+            "test_out_folder_made_for_the_file": (0.2, folder_ready),
             "test_file_exists": (0.2, tests["test_file_exists"][1]),
             "test_file_holds_the_inbox_word": (0.6, tests["test_file_holds_the_inbox_word"][1]),
         }
