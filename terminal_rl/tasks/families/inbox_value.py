@@ -16,13 +16,15 @@ or not at all: experiments/learning_proof_multiturn/README.md).
 Medium makes the folder first, after the listing or after the read (drawn per task), or, on an
 eighth of them (``LOOK_SHARE``), fourth: after a look at the target file that fails (``ls
 /app/out/answer.txt``, ``No such file or directory``, naming the file as hard's failed write does).
-Plausible mistakes: on medium, the folder made and the inbox file's name written instead of its word
-(the file and folder tests pass, the word's fails); on hard, easy's three commands (the write fails,
-then done). A warm start demonstrated on easy and medium only has seen ``mkdir -p`` only where an
-instruction asked for it (after a look that said the file's path is missing on an eighth of medium
-tasks), and has never seen a write fail: the recovery on hard (the failed write, the folder, the
+Plausible mistakes: on medium where the folder is made before the read, the inbox file's name written
+instead of its word (the file and folder tests pass, the word's fails; a write right after ``mkdir``,
+as on hard, has none); on hard, easy's three commands (the write fails, then done). A warm start
+demonstrated on easy and medium only has seen ``mkdir -p`` only where an instruction asked for it
+(after a look that said the file's path is missing on an eighth of medium tasks), and has never seen
+a write fail: the recovery on hard (the failed write, the folder, the
 write again) is not in any demonstration and the instruction never asks for it; it is left for
-reinforcement learning to find, with partial credit (the folder made for the file, the file, the word) as its gradient.
+reinforcement learning to find, with partial credit (the folder made for the file, the file, the
+word) as its gradient.
 Earlier designs left it out of sampling's reach or carried over its reaction with the wrong argument
 (the look at the folder, ``ls /app/out``, on a quarter of medium tasks: ``mkdir -p`` of the path the
 failed write names, the file): experiments/learning_proof_multiturn/README.md.
@@ -65,6 +67,7 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         placements = [[mkdir, listing, read], [listing, mkdir, read], before_write]
         looked = rng.random() < LOOK_SHARE
         before_write = [listing, read, look, mkdir] if looked else placements[rng.randrange(3)]
+    mkdir_first = level is Difficulty.MEDIUM and before_write.index(mkdir) < before_write.index(read)
     tests = {
         "test_file_exists": (0.3, f'assert os.path.isfile("{TARGET}")'),
         "test_file_holds_the_inbox_word": (0.7, f'assert read("{TARGET}").strip() == "{word}"'),
@@ -88,7 +91,10 @@ def sample(rng: random.Random, level: Difficulty) -> FamilyTask:
         ("multi-turn", "write"),
         {
             Difficulty.EASY: None,
-            Difficulty.MEDIUM: commands(*before_write, f"echo {file_stem} > {TARGET}"),
+            # Only where the folder was made before the read: the write right after ``mkdir`` (as on
+            # hard, after the failed write) always files the word (design 5's mistake at any turn
+            # was carried into hard's second write, and GRPO spread the wrong word to easy).
+            Difficulty.MEDIUM: commands(*before_write, f"echo {file_stem} > {TARGET}") if mkdir_first else None,
             Difficulty.HARD: commands(listing, read, write),  # easy's commands: the write fails
         }[level],
     )
