@@ -411,10 +411,10 @@ def main() -> None:
     parser.add_argument(
         "--min-log-prob",
         type=float,
-        default=-4.0,
+        default=-6.0,
         help="the least log-probability (nats) of the folder step after the failed write a warm start may "
-        "leave: at -4 a sampled hard episode takes it about 1 time in 55, found within a few steps of ~11 "
-        "hard episodes each",
+        "leave: an episode that writes again meets that decision two or three times, a step samples ~14 hard "
+        "episodes, and design 5's warm start, at -5.2, had it found within 4 steps",
     )
     parser.add_argument("--output-root", type=Path, default=ROOT / "outputs")
     parser.add_argument(
