@@ -21,13 +21,13 @@ instead of its word (the file and folder tests pass, the word's fails; a write r
 as on hard, has none); on hard, easy's three commands (the write fails, then done). A warm start
 demonstrated on easy and medium only has seen ``mkdir -p`` only where an instruction asked for it
 (after a look that said the file's path is missing on an eighth of medium tasks), and has never seen
-a write fail: the recovery on hard (the failed write, the folder, the
-write again) is not in any demonstration and the instruction never asks for it; it is left for
-reinforcement learning to find, with partial credit (the folder made for the file, the file, the
-word) as its gradient.
-Earlier designs left it out of sampling's reach or carried over its reaction with the wrong argument
-(the look at the folder, ``ls /app/out``, on a quarter of medium tasks: ``mkdir -p`` of the path the
-failed write names, the file): experiments/learning_proof_multiturn/README.md.
+a write fail: the recovery on hard (the failed write, the folder, the write again) is not in any
+demonstration and the instruction never asks for it; it is left for reinforcement learning to find,
+with partial credit (the folder made for the file, the file, the word) as its gradient. Earlier
+designs left it out of sampling's reach, carried over its reaction with the wrong argument (the look
+at the folder, ``ls /app/out``, on a quarter of medium tasks: ``mkdir -p`` of the path the failed
+write names, the file), or carried medium's mistake into its second write (the mistake at every
+turn): experiments/learning_proof_multiturn/README.md.
 """
 
 from __future__ import annotations
