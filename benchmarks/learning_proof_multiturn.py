@@ -13,7 +13,7 @@ stay flat) and ``negated`` (rewards negated: must fall). Per arm, from logged da
 - greedy held-out pass rate after SFT (the warm start's check) and after the last step (the last
   checkpoint merged and played greedy on the same tasks);
 - the folder step's teacher-forced margin (``training/action_margin.py``): log p(make the folder) -
-  log p(done) after a failed write, on every held-out hard task, at every validation's checkpoint;
+  log p(done) after a failed write, on every held-out hard task, at every checkpoint (no sandbox);
 - KL to the warm start, gradient norm, mean |advantage|, PPO clip fraction, and turn-credit spread
   (``mt_grpo``), means over steps.
 
@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import subprocess
 import sys
 import time
@@ -112,6 +113,8 @@ def decisions_for(cfg, plan, val, work: Path):
 
     hard = [t for t in val if t.difficulty.value == "hard"]
     results = work / "decisions" / "results.jsonl"
+    if results.is_file() and {e.task_id for e in read_results(results)} != {t.id for t in hard}:
+        shutil.rmtree(results.parent)  # played on other held-out tasks
     if not results.is_file():
         script = work / "decisions" / "mistakes.json"
         script.parent.mkdir(parents=True, exist_ok=True)
@@ -205,8 +208,8 @@ def raw_folder(out: Path) -> Path:
 def step_zero_arm(folder: Path, run: str, arm: str, weights: str, keys: dict[str, str]) -> Path | None:
     """Another arm of ``run`` recorded in ``folder`` (the first in ``ARMS`` order) whose step 0 played
     these warm-start weights under this sitting's settings (``keys``: arm -> fingerprint): every arm of a
-    run starts from them on the same held-out tasks, so one step-0 validation serves all (480 episodes,
-    7 min, saved per later arm)."""
+    run starts from them on the same held-out tasks, so one step-0 validation serves all (240 episodes,
+    about 4 min, saved per later arm)."""
     for other in ARMS:
         path = folder / f"{run}_{other}" / "arm.json"
         record = json.loads(path.read_text()) if other != arm and path.is_file() else {}
@@ -269,7 +272,8 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, keys: dict[str, str], d
     if not steps or steps[0] != 0 or steps[-1] != args.steps:
         raise SystemExit(f"{run_id}: no held-out pass rate at step 0 and {args.steps} in {run_dir}/logs")
     sft_model = Path(cfg.model.path)
-    models = {0: sft_model, **{s: merged_checkpoint(run_dir, s, args.output_root) for s in steps if s}}
+    saved = sorted(int(p.name.removeprefix("global_step_")) for p in (run_dir / "checkpoints").glob("global_step_*"))
+    models = {0: sft_model, **{s: merged_checkpoint(run_dir, s, args.output_root) for s in saved}}
     check = json.loads((sft_model.parent.parent / "warm_start_check.json").read_text())["figures"]
     greedy = {0: check, args.steps: greedy_figures(plan, val, models[args.steps], run_dir)}
     (raw / "logs").mkdir(parents=True, exist_ok=True)

@@ -161,17 +161,22 @@ class WarmStartOutOfRange(RuntimeError):
 
 def check_warm_start(plan: WarmStartPlan, console) -> None:
     """With ``warm_start.check``: the warm start's held-out figures held against the check's ranges;
-    outside them, raises with the figures. Measured once per model (greedy), kept in
-    ``warm_start_check.json`` with the weights' digest: other weights are measured again."""
+    outside them, raises with the figures. Measured once per model and held-out set (greedy), kept in
+    ``warm_start_check.json`` with the weights' digest and the held-out task ids: other weights, or
+    other held-out tasks, are measured again."""
+    from terminal_rl.tasks.prepare import train_and_val
+
     check = plan.settings.get("check")
     if not check:
         return
     run_dir = plan.output_root / plan.settings["run_id"]
     kept, digest = run_dir / CHECK_FILE, weights_digest(run_dir / "sft" / "model")
+    val = train_and_val(plan.task_set)[1]
+    held_out = sorted(task.id for task in val)
     record = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
-    if record.get("weights_sha256") != digest:
+    if (record.get("weights_sha256"), record.get("held_out")) != (digest, held_out):
         console.print(f"warm start check: the SFT model, greedy, on the held-out tasks (figures kept in {kept})")
-        record = {"weights_sha256": digest, "figures": measure(plan, run_dir)}
+        record = {"weights_sha256": digest, "held_out": held_out, "figures": measure(plan, val, run_dir)}
         kept.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         for line in figures_lines(record["figures"]):
             console.print(line)
@@ -194,13 +199,11 @@ def weights_digest(model: Path) -> str:
     return digest.hexdigest()
 
 
-def measure(plan: WarmStartPlan, run_dir: Path) -> dict:
-    """The SFT model greedy on the held-out tasks (the evaluate app, served on this machine's CPU):
-    figures per level. Raises when an episode failed on infrastructure (nothing is kept: run again)."""
+def measure(plan: WarmStartPlan, val: list, run_dir: Path) -> dict:
+    """The SFT model greedy on the held-out tasks ``val`` (the evaluate app, served on this machine's
+    CPU): figures per level. Raises when an episode failed on infrastructure (nothing is kept: run again)."""
     from terminal_rl.agent.evaluation import read_results
-    from terminal_rl.tasks.prepare import train_and_val
 
-    _, val, _ = train_and_val(plan.task_set)
     results = run_dir / "check" / "results.jsonl"
     shutil.rmtree(results.parent, ignore_errors=True)  # another model's episodes, if any
     run_app("evaluate", check_overrides(plan, val, results), run_dir)

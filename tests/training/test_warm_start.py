@@ -33,8 +33,9 @@ FIGURES = {level: {"pass_rate": 0.0, "able": 1.0, "episodes": 40} for level in (
 WITHIN = FIGURES | {"easy": {"pass_rate": 0.95, "able": 0.95, "episodes": 40}}
 
 
-def keep_figures(model, figures) -> None:
-    record = {"weights_sha256": weights_digest(model), "figures": figures}
+def keep_figures(model, figures, cfg) -> None:
+    held_out = sorted(task.id for task in train_and_val(train_job(cfg).warm_start.task_set)[1])
+    record = {"weights_sha256": weights_digest(model), "held_out": held_out, "figures": figures}
     (model.parent.parent / "warm_start_check.json").write_text(json.dumps(record))
 
 
@@ -45,7 +46,7 @@ def cached(tmp_path, *overrides):
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
     (model / "model.safetensors").write_bytes(b"weights")
-    keep_figures(model, WITHIN)
+    keep_figures(model, WITHIN, cfg)
     scripts = demonstration_scripts(train_job(cfg).warm_start)
     (model.parent.parent / "demonstrations.json").write_text(json.dumps(scripts))
     return cfg, model
@@ -91,7 +92,7 @@ def test_a_cached_warm_start_outside_the_checks_ranges_stops_the_run_with_its_fi
     plan = train_job(cfg).warm_start
     (model.parent.parent / "warm_start.json").write_text(json.dumps(settings(plan)))
     assert ensure_warm_start(plan, Silent()) == model, "figures kept for these weights: not measured again"
-    keep_figures(model, FIGURES | {"easy": {"pass_rate": 0.175, "able": 0.175, "episodes": 40}})
+    keep_figures(model, FIGURES | {"easy": {"pass_rate": 0.175, "able": 0.175, "episodes": 40}}, cfg)
     with pytest.raises(warm_start.WarmStartOutOfRange) as raised:
         ensure_warm_start(plan, Silent())
     assert raised.value.figures["easy"]["able"] == 0.175 and len(raised.value.problems) == 2
@@ -114,17 +115,22 @@ def test_weights_without_figures_of_their_own_are_measured_once_and_shown(tmp_pa
     (model.parent.parent / "warm_start.json").write_text(json.dumps(settings(plan)))
     (model / "model.safetensors").write_bytes(b"other weights")  # e.g. remade after the figures were kept
     measured, shown = [], []
-    monkeypatch.setattr(warm_start, "measure", lambda plan, run_dir: measured.append(run_dir) or WITHIN)
+    monkeypatch.setattr(warm_start, "measure", lambda plan, val, run_dir: measured.append(len(val)) or WITHIN)
     console = type("Console", (), {"print": lambda self, line: shown.append(line)})()
     assert ensure_warm_start(plan, console) == model
-    assert measured == [model.parent.parent] and shown[0].startswith("warm start check: the SFT model, greedy")
+    assert measured == [120] and shown[0].startswith("warm start check: the SFT model, greedy")
     assert shown[1:] == [
         "  easy     pass rate 0.950  able 0.950  (40 episodes)",
         "  medium   pass rate 0.000  able 1.000  (40 episodes)",
         "  hard     pass rate 0.000  able 1.000  (40 episodes)",
     ]
     ensure_warm_start(plan, Silent())
-    assert len(measured) == 1, "kept with the new weights' digest"
+    assert measured == [120], "kept with the new weights' digest"
+    fewer = train_config(
+        "experiment=learning_proof", f"run.output_root={tmp_path}", "task_set.validation.procedural.count=60"
+    )
+    ensure_warm_start(train_job(fewer).warm_start, console)
+    assert measured == [120, 60], "figures of other held-out tasks are not these tasks' figures"
 
 
 def test_the_check_plays_the_runs_held_out_tasks_greedy_as_its_validation_does(tmp_path):
