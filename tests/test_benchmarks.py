@@ -336,6 +336,31 @@ def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark()
             multiturn.reachable(log_prob, -4.0, "sft0_rl0")
 
 
+def test_decisions_played_on_other_held_out_tasks_are_played_again(tmp_path, monkeypatch):
+    """The folder step's decisions are played once per warm start and kept; a held-out set changed
+    since (another count) has other hard tasks, so the kept episodes are not its decisions."""
+    from terminal_rl.agent.trajectory import Trajectory
+    from terminal_rl.training import warm_start
+
+    cfg = multiturn.config(tmp_path, ["task_set.procedural.count=12", "task_set.validation.procedural.count=6"])
+    plan, val = multiturn.held_out(cfg)
+    results = tmp_path / "decisions" / "results.jsonl"
+    results.parent.mkdir()
+    results.write_text(Trajectory("inbox_value-s1-00099", "h", "p", "x", termination="finished").to_json() + "\n")
+
+    class Played(Exception):
+        pass
+
+    def play(app, overrides, run_dir):
+        raise Played(app, [o for o in overrides if o.startswith("task_ids=")])
+
+    monkeypatch.setattr(warm_start, "run_app", play)
+    with pytest.raises(Played) as played:
+        multiturn.decisions_for(cfg, plan, val, tmp_path)
+    hard = [t.id for t in val if t.difficulty.value == "hard"]
+    assert played.value.args == ("evaluate", [f"task_ids=[{','.join(hard)}]"]) and not results.exists()
+
+
 def test_later_arms_of_a_run_take_step_zero_from_a_finished_arm_on_the_same_warm_start(tmp_path):
     """Every arm of a run starts from the same warm start on the same held-out tasks: one step-0
     validation serves them all, never one played by other weights."""
