@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from learning_proof import fingerprint, warm_start  # noqa: E402
 
 from terminal_rl.analysis import load_metrics, load_trajectories, validation_score  # noqa: E402
-from terminal_rl.training.warm_start import weights_digest  # noqa: E402
+from terminal_rl.training.warm_start import held_out_versions, weights_digest  # noqa: E402
 
 EXPERIMENT = "learning_proof_multiturn"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -113,8 +113,9 @@ def decisions_for(cfg, plan, val, work: Path):
 
     hard = [t for t in val if t.difficulty.value == "hard"]
     results = work / "decisions" / "results.jsonl"
-    if results.is_file() and {e.task_id for e in read_results(results)} != {t.id for t in hard}:
-        shutil.rmtree(results.parent)  # played on other held-out tasks
+    played = {(e.task_id, e.content_hash) for e in read_results(results)}
+    if results.is_file() and played != {(t.id, t.content_hash) for t in hard}:
+        shutil.rmtree(results.parent)  # played on other held-out tasks, or on these before their family changed
     if not results.is_file():
         script = work / "decisions" / "mistakes.json"
         script.parent.mkdir(parents=True, exist_ok=True)
@@ -187,6 +188,12 @@ def merged_checkpoint(run_dir: Path, step: int, output_root: Path) -> Path:
     return target
 
 
+def saved_steps(run_dir: Path) -> list[int]:
+    """The steps of the run's kept checkpoints (verl's ``checkpoints/global_step_<n>`` folders)."""
+    folders = (run_dir / "checkpoints").glob("global_step_*")
+    return sorted(int(step) for f in folders if (step := f.name.removeprefix("global_step_")).isdigit())
+
+
 def greedy_figures(plan, val, model_dir: Path, run_dir: Path) -> dict:
     """``model_dir`` greedy on the held-out tasks ``val``, as the warm start's check plays them: per level."""
     from terminal_rl.agent.evaluation import read_results
@@ -209,7 +216,7 @@ def step_zero_arm(folder: Path, run: str, arm: str, weights: str, keys: dict[str
     """Another arm of ``run`` recorded in ``folder`` (the first in ``ARMS`` order) whose step 0 played
     these warm-start weights under this sitting's settings (``keys``: arm -> fingerprint): every arm of a
     run starts from them on the same held-out tasks, so one step-0 validation serves all (240 episodes,
-    about 4 min, saved per later arm)."""
+    about 6 min, saved per later arm)."""
     for other in ARMS:
         path = folder / f"{run}_{other}" / "arm.json"
         record = json.loads(path.read_text()) if other != arm and path.is_file() else {}
@@ -259,7 +266,6 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, keys: dict[str, str], d
     command = [sys.executable, "-m", "terminal_rl.train", f"experiment={EXPERIMENT}", *overrides]
     if subprocess.run(command, cwd=ROOT).returncode != 0:
         raise SystemExit(f"{run_id} failed: see {run_dir / 'logs' / 'train.log'}")
-    minutes = (time.time() - start) / 60
     levels = {task.id: task.difficulty.value for task in val}
     episodes = [
         {"step": int(row.step), "task_id": row.task_id, "level": levels[row.task_id], "score": row.score}
@@ -272,10 +278,14 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, keys: dict[str, str], d
     if not steps or steps[0] != 0 or steps[-1] != args.steps:
         raise SystemExit(f"{run_id}: no held-out pass rate at step 0 and {args.steps} in {run_dir}/logs")
     sft_model = Path(cfg.model.path)
-    saved = sorted(int(p.name.removeprefix("global_step_")) for p in (run_dir / "checkpoints").glob("global_step_*"))
+    saved = saved_steps(run_dir)
+    if args.steps not in saved:
+        raise SystemExit(f"{run_id}: no checkpoint of step {args.steps} in {run_dir / 'checkpoints'}")
     models = {0: sft_model, **{s: merged_checkpoint(run_dir, s, args.output_root) for s in saved}}
-    check = json.loads((sft_model.parent.parent / "warm_start_check.json").read_text())["figures"]
-    greedy = {0: check, args.steps: greedy_figures(plan, val, models[args.steps], run_dir)}
+    check = json.loads((sft_model.parent.parent / "warm_start_check.json").read_text())
+    if check.get("held_out") != held_out_versions(val):
+        raise SystemExit(f"{sft_model.parent.parent}: its check was measured on other held-out tasks: run again")
+    greedy = {0: check["figures"], args.steps: greedy_figures(plan, val, models[args.steps], run_dir)}
     (raw / "logs").mkdir(parents=True, exist_ok=True)
     # As the run logs them (one launch's file), numbers only: analysis.load_metrics reads it back.
     with (raw / "logs" / "metrics.raw.jsonl").open("w") as out:
@@ -292,8 +302,9 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, keys: dict[str, str], d
         "fingerprint": key,
         "command": " ".join(command[2:]),
         "benchmark_command": args.command,
-        # This sitting's minutes: an arm resumed from a checkpoint (step > 0) ran its first steps earlier.
-        "minutes": minutes,
+        # This sitting's minutes, training to margins: an arm resumed from a checkpoint (step > 0) ran
+        # its first steps earlier.
+        "minutes": (time.time() - start) / 60,
         "resumed_from_step": resumed_from,
         "step_zero_from": shared.name if shared else None,
         "warm_start_weights": weights,

@@ -336,29 +336,46 @@ def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark()
             multiturn.reachable(log_prob, -4.0, "sft0_rl0")
 
 
-def test_decisions_played_on_other_held_out_tasks_are_played_again(tmp_path, monkeypatch):
+def test_decisions_are_kept_for_their_held_out_tasks_and_played_again_for_others(tmp_path, monkeypatch):
     """The folder step's decisions are played once per warm start and kept; a held-out set changed
-    since (another count) has other hard tasks, so the kept episodes are not its decisions."""
+    since (another count, or a family whose code changed) has other hard tasks, so the kept episodes
+    are not its decisions."""
+    from terminal_rl.agent import tokens
     from terminal_rl.agent.trajectory import Trajectory
     from terminal_rl.training import warm_start
 
     cfg = multiturn.config(tmp_path, ["task_set.procedural.count=12", "task_set.validation.procedural.count=6"])
     plan, val = multiturn.held_out(cfg)
-    results = tmp_path / "decisions" / "results.jsonl"
-    results.parent.mkdir()
-    results.write_text(Trajectory("inbox_value-s1-00099", "h", "p", "x", termination="finished").to_json() + "\n")
+    hard = [t for t in val if t.difficulty.value == "hard"]
+    replayed = ("played", [f"task_ids=[{','.join(t.id for t in hard)}]"])
 
-    class Played(Exception):
+    class Stop(Exception):
         pass
 
     def play(app, overrides, run_dir):
-        raise Played(app, [o for o in overrides if o.startswith("task_ids=")])
+        raise Stop("played", [o for o in overrides if o.startswith("task_ids=")])
 
     monkeypatch.setattr(warm_start, "run_app", play)
-    with pytest.raises(Played) as played:
-        multiturn.decisions_for(cfg, plan, val, tmp_path)
-    hard = [t.id for t in val if t.difficulty.value == "hard"]
-    assert played.value.args == ("evaluate", [f"task_ids=[{','.join(hard)}]"]) and not results.exists()
+    monkeypatch.setattr(tokens, "load_tokenizer", lambda path: (_ for _ in ()).throw(Stop("kept")))
+    results = tmp_path / "decisions" / "results.jsonl"
+    for versions, outcome in (
+        ([(t.id, t.content_hash) for t in hard], ("kept",)),
+        ([(t.id, "a hash of the family's old code") for t in hard], replayed),
+        ([("inbox_value-s1-00099", "h")], replayed),
+    ):
+        results.parent.mkdir(exist_ok=True)
+        results.write_text(
+            "".join(Trajectory(i, h, "p", "x", termination="finished").to_json() + "\n" for i, h in versions)
+        )
+        with pytest.raises(Stop) as stopped:
+            multiturn.decisions_for(cfg, plan, val, tmp_path)
+        assert stopped.value.args == outcome and results.exists() == (outcome == ("kept",))
+
+
+def test_the_margins_are_measured_on_every_kept_checkpoint(tmp_path):
+    for name in ("global_step_20", "global_step_10", "global_step_tmp", "latest_checkpointed_iteration.txt"):
+        (tmp_path / "checkpoints" / name).mkdir(parents=True)
+    assert multiturn.saved_steps(tmp_path) == [10, 20]
 
 
 def test_later_arms_of_a_run_take_step_zero_from_a_finished_arm_on_the_same_warm_start(tmp_path):

@@ -162,8 +162,9 @@ class WarmStartOutOfRange(RuntimeError):
 def check_warm_start(plan: WarmStartPlan, console) -> None:
     """With ``warm_start.check``: the warm start's held-out figures held against the check's ranges;
     outside them, raises with the figures. Measured once per model and held-out set (greedy), kept in
-    ``warm_start_check.json`` with the weights' digest and the held-out task ids: other weights, or
-    other held-out tasks, are measured again."""
+    ``warm_start_check.json`` with the weights' digest and the held-out tasks (id and content hash):
+    other weights, or other held-out tasks (another count, or a family whose code changed), are
+    measured again."""
     from terminal_rl.tasks.prepare import train_and_val
 
     check = plan.settings.get("check")
@@ -172,7 +173,7 @@ def check_warm_start(plan: WarmStartPlan, console) -> None:
     run_dir = plan.output_root / plan.settings["run_id"]
     kept, digest = run_dir / CHECK_FILE, weights_digest(run_dir / "sft" / "model")
     val = train_and_val(plan.task_set)[1]
-    held_out = sorted(task.id for task in val)
+    held_out = held_out_versions(val)
     record = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
     if (record.get("weights_sha256"), record.get("held_out")) != (digest, held_out):
         console.print(f"warm start check: the SFT model, greedy, on the held-out tasks (figures kept in {kept})")
@@ -189,6 +190,11 @@ def check_warm_start(plan: WarmStartPlan, console) -> None:
             + "\n".join(figures_lines(record["figures"]))
             + f"\nMake another (warm_start.seed=N with another warm_start.run_id), or delete {run_dir} to remake it.",
         )
+
+
+def held_out_versions(val: list) -> list[str]:
+    """The held-out tasks as ``id@content_hash``, sorted: what a check's figures were measured on."""
+    return sorted(f"{task.id}@{task.content_hash}" for task in val)
 
 
 def weights_digest(model: Path) -> str:

@@ -16,6 +16,7 @@ from terminal_rl.training.warm_start import (
     demonstrated,
     demonstration_scripts,
     ensure_warm_start,
+    held_out_versions,
     procedural_overrides,
     settings,
     sft_overrides,
@@ -34,7 +35,7 @@ WITHIN = FIGURES | {"easy": {"pass_rate": 0.95, "able": 0.95, "episodes": 40}}
 
 
 def keep_figures(model, figures, cfg) -> None:
-    held_out = sorted(task.id for task in train_and_val(train_job(cfg).warm_start.task_set)[1])
+    held_out = held_out_versions(train_and_val(train_job(cfg).warm_start.task_set)[1])
     record = {"weights_sha256": weights_digest(model), "held_out": held_out, "figures": figures}
     (model.parent.parent / "warm_start_check.json").write_text(json.dumps(record))
 
