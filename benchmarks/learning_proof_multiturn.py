@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from learning_proof import fingerprint, warm_start  # noqa: E402
 
 from terminal_rl.analysis import load_metrics, load_trajectories, validation_score  # noqa: E402
-from terminal_rl.training.warm_start import held_out_versions, weights_digest  # noqa: E402
+from terminal_rl.training.warm_start import CHECK_FILE, held_out_versions, weights_digest  # noqa: E402
 
 EXPERIMENT = "learning_proof_multiturn"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -282,7 +282,7 @@ def run_arm(sft_seed: int, rl_seed: int, arm: str, args, keys: dict[str, str], d
     if args.steps not in saved:
         raise SystemExit(f"{run_id}: no checkpoint of step {args.steps} in {run_dir / 'checkpoints'}")
     models = {0: sft_model, **{s: merged_checkpoint(run_dir, s, args.output_root) for s in saved}}
-    check = json.loads((sft_model.parent.parent / "warm_start_check.json").read_text())
+    check = json.loads((sft_model.parent.parent / CHECK_FILE).read_text())
     if check.get("held_out") != held_out_versions(val):
         raise SystemExit(f"{sft_model.parent.parent}: its check was measured on other held-out tasks: run again")
     greedy = {0: check["figures"], args.steps: greedy_figures(plan, val, models[args.steps], run_dir)}
