@@ -34,14 +34,17 @@ arm: an arm whose raw record has this sitting's fingerprint is kept.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +73,14 @@ DIAGNOSTICS = {
     "turn_spread": "advantage/turn_spread",
 }
 TARGETS = {"grpo_mean_gain_min": 0.15, "control_change_max": 0.05, "minutes_per_run_max": 90}
+# Run-level comparisons (a run is the unit: its arms share a warm start and task draws): each is
+# (arm, baseline), the baseline None for the arm's own change against step 0.
+CONTRASTS = {
+    "grpo_gain": ("grpo", None),
+    "grpo_vs_shuffled": ("grpo", "shuffled"),
+    "mt_grpo_vs_grpo": ("mt_grpo", "grpo"),
+}
+BOOTSTRAP_DRAWS = 2000
 
 
 def run_name(sft_seed: int, rl_seed: int) -> str:
@@ -328,12 +339,60 @@ def arm_figures(raw: Path) -> dict:
         **record,
         "sampled_pass_at_1": curve,
         "change": curve[last] - curve[first],
+        "change_ci95": change_interval(episodes, first, last),
         "sampled_by_level": {s: {lv: sum(v) / len(v) for lv, v in sorted(ls.items())} for s, ls in by_level.items()},
         "greedy_pass_rate": {int(s): _overall(f) for s, f in greedy.items()},
         "greedy_by_level": {int(s): {lv: f["pass_rate"] for lv, f in figs.items()} for s, figs in greedy.items()},
         "folder_step_margin": {int(s): m for s, m in json.loads((raw / "margins.json").read_text()).items()},
         "diagnostics": {name: float(metrics[c].mean()) for name, c in DIAGNOSTICS.items() if c in metrics},
     }
+
+
+def change_interval(episodes: list[dict], first: int, last: int, draws: int = BOOTSTRAP_DRAWS) -> list[float] | None:
+    """95% interval of the change in sampled pass@1 from step ``first`` to ``last``: a paired bootstrap
+    over the held-out tasks (each task's pass rate over its samples at both steps; fixed draws, so a
+    rebuild gives the same interval). Within one run: it says what another draw of held-out tasks and
+    samples could give, not what another warm start or RL seed would (the run-level tests do). None
+    when no task was played at both steps."""
+    passed: dict[tuple[int, str], list[bool]] = {}
+    for e in episodes:
+        if e["step"] in (first, last):
+            passed.setdefault((e["step"], e["task_id"]), []).append(e["score"] == 1.0)
+    tasks = sorted({task for step, task in passed if (first, task) in passed and (last, task) in passed})
+    if not tasks:
+        return None
+    change = np.array([np.mean(passed[last, t]) - np.mean(passed[first, t]) for t in tasks])
+    means = change[np.random.default_rng(0).integers(0, len(tasks), (draws, len(tasks)))].mean(axis=1)
+    return [float(v) for v in np.percentile(means, [2.5, 97.5])]
+
+
+def sign_flip_p(differences: list[float]) -> float:
+    """One-sided exact p-value that the mean of ``differences`` (one per run) is above 0 by chance: the
+    share of the 2^n sign patterns whose mean is at least the observed one (runs as the unit; with 4
+    runs the smallest possible p is 1/16)."""
+    observed = sum(differences)
+    patterns = list(itertools.product((1, -1), repeat=len(differences)))
+    return sum(sum(s * d for s, d in zip(signs, differences)) >= observed - 1e-12 for signs in patterns) / len(patterns)
+
+
+def run_level(change: dict[str, dict[str, float]]) -> dict:
+    """Each arm's spread of its change over runs (its mean is ``mean_change``) and ``CONTRASTS``'s
+    tests, from ``change`` (arm -> run -> change)."""
+    runs = sorted(change["grpo"])
+    spread = {
+        arm: {
+            "sd": statistics.stdev(values.values()) if len(values) > 1 else None,
+            "min": min(values.values()),
+            "max": max(values.values()),
+        }
+        for arm, values in change.items()
+    }
+    tests = {}
+    for name, (arm, baseline) in CONTRASTS.items():
+        differences = [change[arm][r] - (change[baseline][r] if baseline else 0.0) for r in runs]
+        tests[name] = {"per_run": dict(zip(runs, differences)), "mean": statistics.fmean(differences)}
+        tests[name]["p_sign_flip"] = sign_flip_p(differences)
+    return {"change_spread": spread, "tests": tests}
 
 
 def _overall(figures: dict) -> float:
@@ -361,6 +420,7 @@ def summary(arms: list[dict]) -> dict:
     return {
         **report,
         "mean_change": mean,
+        **run_level(change),
         "minutes_per_run": minutes,
         "met": {
             "grpo_mean_gain": mean["grpo"] >= TARGETS["grpo_mean_gain_min"],

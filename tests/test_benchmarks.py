@@ -329,6 +329,37 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
     assert Image.open(tmp_path.with_suffix(".png")).size[0] > 800, "two panels: pass rate and margin"
 
 
+def test_a_runs_change_has_a_paired_bootstrap_interval_over_its_held_out_tasks():
+    """Per task, its samples' pass rate at the last step minus at the first; tasks resampled."""
+    episodes = [{"step": 0, "task_id": f"t{i}", "score": 0.5} for i in range(4) for _ in range(4)]
+    episodes += [{"step": 20, "task_id": f"t{i}", "score": 1.0 if i < 2 else 0.5} for i in range(4) for _ in range(4)]
+    episodes += [{"step": 20, "task_id": "t9", "score": 1.0}, {"step": 10, "task_id": "t0", "score": 0.0}]
+    low, high = multiturn.change_interval(episodes, 0, 20)
+    assert 0.0 <= low < 0.5 < high <= 1.0, "tasks t0, t1 went 0 -> 1, t2, t3 stayed: mean 0.5; t9 unpaired"
+    assert multiturn.change_interval(episodes, 0, 20) == [low, high], "fixed draws: a rebuild gives the same"
+    assert multiturn.change_interval([e | {"score": 0.0} for e in episodes], 0, 20) == [0.0, 0.0]
+    assert multiturn.change_interval(episodes, 0, 30) is None
+
+
+def test_the_run_level_tests_take_runs_as_the_unit():
+    """Exact one-sided sign-flip p over runs: with four runs all in favour, 1/16; one against, more."""
+    assert multiturn.sign_flip_p([0.2, 0.1, 0.3, 0.15]) == 1 / 16
+    assert multiturn.sign_flip_p([0.2, 0.1, 0.3, -0.15]) == 3 / 16, "+-+-... patterns at least 0.45: 3 of 16"
+    assert multiturn.sign_flip_p([-0.2]) == 1.0 and multiturn.sign_flip_p([0.2]) == 0.5
+    change = {
+        "grpo": {"sft0_rl0": 0.2, "sft1_rl0": 0.1},
+        "mt_grpo": {"sft0_rl0": 0.3, "sft1_rl0": 0.0},
+        "shuffled": {"sft0_rl0": -0.1, "sft1_rl0": 0.05},
+        "negated": {"sft0_rl0": -0.3, "sft1_rl0": -0.2},
+    }
+    report = multiturn.run_level(change)
+    assert report["change_spread"]["grpo"] == {"sd": pytest.approx(0.0707, abs=1e-4), "min": 0.1, "max": 0.2}
+    versus = report["tests"]["grpo_vs_shuffled"]
+    assert versus["per_run"] == {"sft0_rl0": pytest.approx(0.3), "sft1_rl0": pytest.approx(0.05)}
+    assert versus["mean"] == pytest.approx(0.175) and versus["p_sign_flip"] == 0.25
+    assert report["tests"]["mt_grpo_vs_grpo"]["p_sign_flip"] == 0.75, "+0.1 and -0.1: 3 of 4 patterns reach their 0"
+
+
 def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark():
     multiturn.reachable(-3.9, -4.0, "sft0_rl0")
     for log_prob, rate in ((-13.1, "4.89e\\+05"), (-5000.0, "1.01e\\+304"), (float("nan"), "nan")):
