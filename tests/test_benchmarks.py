@@ -316,7 +316,8 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
     summary = report["summary"]
     assert report["commands"] == [f"learning_proof_multiturn.py {arm}" for arm in sorted(curves)], "each arm's own"
     assert summary["runs_done"] == ["sft0_rl0"] and summary["runs_pending"] == ["sft0_rl1"]
-    assert summary["mean_change"]["grpo"] == pytest.approx(0.2) and summary["minutes_per_run"] == {"sft0_rl0": 80.0}
+    assert summary["change_over_runs"]["grpo"]["mean"] == pytest.approx(0.2)
+    assert summary["minutes_per_run"] == {"sft0_rl0": 80.0}
     assert summary["met"] == {
         "grpo_mean_gain": True,
         "grpo_every_run_positive": True,
@@ -330,14 +331,17 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
 
 
 def test_a_runs_change_has_a_paired_bootstrap_interval_over_its_held_out_tasks():
-    """Per task, its samples' pass rate at the last step minus at the first; tasks resampled."""
-    episodes = [{"step": 0, "task_id": f"t{i}", "score": 0.5} for i in range(4) for _ in range(4)]
-    episodes += [{"step": 20, "task_id": f"t{i}", "score": 1.0 if i < 2 else 0.5} for i in range(4) for _ in range(4)]
+    """Per task, its samples' pass rate at the last step minus at the first; tasks resampled in pairs.
+    Task i passes i of 4 samples at step 0 and i + 1 at step 20: every task gains 0.25, so the paired
+    interval is a point, where one resampling the steps apart would spread."""
+    episodes = [{"step": 0, "task_id": f"t{i}", "score": float(j < i)} for i in range(4) for j in range(4)]
+    episodes += [{"step": 20, "task_id": f"t{i}", "score": float(j <= i)} for i in range(4) for j in range(4)]
     episodes += [{"step": 20, "task_id": "t9", "score": 1.0}, {"step": 10, "task_id": "t0", "score": 0.0}]
-    low, high = multiturn.change_interval(episodes, 0, 20)
-    assert 0.0 <= low < 0.5 < high <= 1.0, "tasks t0, t1 went 0 -> 1, t2, t3 stayed: mean 0.5; t9 unpaired"
-    assert multiturn.change_interval(episodes, 0, 20) == [low, high], "fixed draws: a rebuild gives the same"
-    assert multiturn.change_interval([e | {"score": 0.0} for e in episodes], 0, 20) == [0.0, 0.0]
+    assert multiturn.change_interval(episodes, 0, 20) == [0.25, 0.25], "t9 was not played at step 0: left out"
+    halves = [e | {"score": 1.0 if e["step"] == 20 and e["task_id"] in ("t0", "t1") else 0.0} for e in episodes]
+    low, high = multiturn.change_interval(halves, 0, 20)
+    assert 0.0 <= low < 0.5 < high <= 1.0, "t0, t1 went 0 -> 1, t2, t3 stayed: mean 0.5"
+    assert multiturn.change_interval(halves, 0, 20) == [low, high], "fixed draws: a rebuild gives the same"
     assert multiturn.change_interval(episodes, 0, 30) is None
 
 
@@ -353,10 +357,14 @@ def test_the_run_level_tests_take_runs_as_the_unit():
         "negated": {"sft0_rl0": -0.3, "sft1_rl0": -0.2},
     }
     report = multiturn.run_level(change)
-    assert report["change_spread"]["grpo"] == {"sd": pytest.approx(0.0707, abs=1e-4), "min": 0.1, "max": 0.2}
+    grpo = report["change_over_runs"]["grpo"]
+    assert grpo == {"mean": pytest.approx(0.15), "sd": pytest.approx(0.0707, abs=1e-4), "min": 0.1, "max": 0.2}
     versus = report["tests"]["grpo_vs_shuffled"]
     assert versus["per_run"] == {"sft0_rl0": pytest.approx(0.3), "sft1_rl0": pytest.approx(0.05)}
     assert versus["mean"] == pytest.approx(0.175) and versus["p_sign_flip"] == 0.25
+    assert versus["p_least_possible"] == 0.25, "two runs"
+    over_target = report["tests"]["grpo_gain_over_target"]
+    assert over_target["per_run"] == {"sft0_rl0": pytest.approx(0.05), "sft1_rl0": pytest.approx(-0.05)}
     assert report["tests"]["mt_grpo_vs_grpo"]["p_sign_flip"] == 0.75, "+0.1 and -0.1: 3 of 4 patterns reach their 0"
 
 
