@@ -322,7 +322,8 @@ def test_the_second_rungs_targets_need_every_arm_of_a_run(tmp_path):
         "grpo_mean_gain": True,
         "grpo_every_run_positive": True,
         "mt_grpo_at_least_grpo": True,
-        "shuffled_flat": True,
+        "shuffled_flat_mean": True,
+        "shuffled_flat_every_run": True,
         "negated_falls_every_run": True,
         "minutes_per_run": True,
     }
@@ -366,6 +367,16 @@ def test_the_run_level_tests_take_runs_as_the_unit():
     over_target = report["tests"]["grpo_gain_over_target"]
     assert over_target["per_run"] == {"sft0_rl0": pytest.approx(0.05), "sft1_rl0": pytest.approx(-0.05)}
     assert report["tests"]["mt_grpo_vs_grpo"]["p_sign_flip"] == 0.75, "+0.1 and -0.1: 3 of 4 patterns reach their 0"
+
+
+def test_the_control_is_judged_on_its_mean_over_runs_and_on_every_run(tmp_path):
+    """The issue's "control within ±5 points" is read both ways: two runs drifting +8 and -6 are flat on
+    average (+1) but not in every run."""
+    for run, drift in (("sft0_rl0", 0.08), ("sft1_rl0", -0.06)):
+        for arm, end in {"grpo": 0.5, "mt_grpo": 0.55, "shuffled": 0.3 + drift, "negated": 0.1}.items():
+            raw_arm(tmp_path, run, arm, {0: 0.3, 20: end})
+    met = multiturn.rebuild(tmp_path.parent / tmp_path.name)["summary"]["met"]
+    assert met["shuffled_flat_mean"] and not met["shuffled_flat_every_run"]
 
 
 def test_a_warm_start_leaving_the_folder_step_out_of_reach_stops_the_benchmark():
