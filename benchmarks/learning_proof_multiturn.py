@@ -448,13 +448,18 @@ def plot(arms: list[dict], path: Path) -> None:
 
     fig, (rate, margin) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     colours = dict(zip(ARMS, plt.get_cmap("tab10").colors))
+    # Colour: the arm; line and marker: the run.
+    styles = dict(
+        zip(sorted({a["run"] for a in arms}), itertools.cycle([("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]))
+    )
     for arm in arms:
         for ax, curve in ((rate, arm["sampled_pass_at_1"]), (margin, arm["folder_step_margin"])):
             steps = sorted(curve)
             ax.plot(
                 steps,
                 [curve[s] for s in steps],
-                marker="o",
+                linestyle=styles[arm["run"]][0],
+                marker=styles[arm["run"]][1],
                 color=colours[arm["arm"]],
                 alpha=0.8,
                 label=f"{arm['run']} {arm['arm']}",
