@@ -132,9 +132,9 @@ def decisions_for(cfg, plan, val, work: Path):
         script = work / "decisions" / "mistakes.json"
         script.parent.mkdir(parents=True, exist_ok=True)
         script.write_text(json.dumps(demonstrations(hard, plan.protocol, {"hard": 1.0}, 0)))
-        played = {"policy": "scripted", "policy.script": str(script), "serve": None, "serve.model": None}
-        played |= {"policy.temperature": None, "policy.enable_thinking": None}
-        run_app("evaluate", evaluate_overrides(plan, hard, results, played), work)
+        scripted = {"policy": "scripted", "policy.script": str(script), "serve": None, "serve.model": None}
+        scripted |= {"policy.temperature": None, "policy.enable_thinking": None}
+        run_app("evaluate", evaluate_overrides(plan, hard, results, scripted), work)
     chat = ChatTokenizer(load_tokenizer(str(Path(cfg.model.path))), plan.enable_thinking)
     by_id = {t.id: t for t in hard}
     made = []
